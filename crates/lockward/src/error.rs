@@ -1,0 +1,110 @@
+//! The one error type of lockward.
+
+use std::time::Duration;
+
+/// Why a held lock stopped being ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostReason {
+    /// The local deadline passed before a renewal succeeded.
+    Expired,
+    /// The store says another owner holds the lock now, or nobody does.
+    TakenOver,
+    /// The connection or session that held the lock ended (ephemeral backends).
+    SessionEnded,
+}
+
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LostReason::Expired => "its deadline passed before it could be renewed",
+            LostReason::TakenOver => "the store no longer records us as the holder",
+            LostReason::SessionEnded => "the session that held it ended",
+        })
+    }
+}
+
+/// Every failure lockward reports. Match on the variant; the message says
+/// what was wrong and, where it can, what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `try_acquire` found the lock held by someone else.
+    #[error("lock {name:?} is held by another owner")]
+    Busy {
+        /// The lock's name.
+        name: String,
+    },
+    /// `acquire` waited as long as it was allowed to.
+    #[error("gave up waiting for lock {name:?} after {waited:?}")]
+    TimedOut {
+        /// The lock's name.
+        name: String,
+        /// How long the caller waited.
+        waited: Duration,
+    },
+    /// A lock we held is no longer ours; work done under it must stop.
+    #[error("lock {name:?} was lost: {reason}")]
+    Lost {
+        /// The lock's name.
+        name: String,
+        /// Why it was lost.
+        reason: LostReason,
+    },
+    /// A release or extend came from an owner that does not hold the lock.
+    #[error("lock {name:?} is not held by this owner")]
+    NotOwner {
+        /// The lock's name.
+        name: String,
+    },
+    /// An argument was rejected before anything was sent to the store.
+    #[error("invalid {what}: {why}")]
+    InvalidArgument {
+        /// Which argument: `name`, `ttl`, `url`, …
+        what: &'static str,
+        /// What was wrong with it.
+        why: String,
+    },
+    /// The store could not be reached or refused to work.
+    /// `address` never contains a password.
+    #[error("store {address} is unavailable: {message}")]
+    Unavailable {
+        /// The store's address, with any password redacted.
+        address: String,
+        /// What went wrong, and what to do when it is known.
+        message: String,
+    },
+    /// The store answered something lockward did not expect.
+    #[error("unexpected reply from store {address}: {message}")]
+    Protocol {
+        /// The store's address, with any password redacted.
+        address: String,
+        /// What was unexpected.
+        message: String,
+    },
+    /// The store URL names a backend this build does not include.
+    #[error("backend {scheme:?} is not available in this build: {why}")]
+    Unsupported {
+        /// The URL scheme.
+        scheme: String,
+        /// What to do about it (usually: enable a cargo feature).
+        why: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn invalid(what: &'static str, why: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            what,
+            why: why.into(),
+        }
+    }
+
+    /// True for [`Error::Busy`] and [`Error::TimedOut`]: the lock exists and
+    /// is held by someone else; trying later may succeed.
+    pub fn is_contended(&self) -> bool {
+        matches!(self, Error::Busy { .. } | Error::TimedOut { .. })
+    }
+}
+
+/// `Result` with lockward's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,57 @@
+//! What an acquisition returns, and what `inspect` shows.
+
+use std::time::{Duration, Instant};
+
+use crate::duration::drift;
+use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// A held lease: the facts of one acquisition.
+///
+/// The fence is the fencing token: greater than zero and strictly greater
+/// than every token the same store issued earlier for the same name. Send
+/// it with every write to the protected resource (see the `fence` module).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// What is locked.
+    pub name: Name,
+    /// Who holds it.
+    pub owner: OwnerId,
+    /// The fencing token.
+    pub fence: u64,
+    /// The TTL it was taken or last extended with.
+    pub ttl: Duration,
+    /// Until when this holder may act: request start + TTL − drift,
+    /// drift = TTL/100 + 2 ms. Conservative: the store keeps the lock at
+    /// least this long unless its clock jumps.
+    pub deadline: Instant,
+}
+
+/// The conservative local deadline of a lease requested at `started`.
+pub fn local_deadline(started: Instant, ttl: Duration) -> Instant {
+    started + ttl.saturating_sub(drift(ttl))
+}
+
+impl Lease {
+    /// Time left before the local deadline (zero once it passed).
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+}
+
+/// A lock as the store sees it, for `inspect` and `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    /// What is locked.
+    pub name: String,
+    /// The holder's owner id, as the store records it (hex for lockward's own).
+    pub owner: String,
+    /// A human label of the holder (`host:pid`), where the backend stores one.
+    pub holder: Option<String>,
+    /// The holder's fencing token, where the backend can tell.
+    pub fence: Option<u64>,
+    /// Time until the store frees the lock, if it expires by time.
+    pub expires_in: Option<Duration>,
+    /// Number of waiters, where the backend knows them.
+    pub waiters: Option<usize>,
+}

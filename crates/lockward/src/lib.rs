@@ -1,0 +1,47 @@
+//! # lockward
+//!
+//! Distributed locks that say where they stand: every acquisition returns a
+//! fencing token, a conservative local deadline and a `lost()` signal, on
+//! every backend behind one API.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use std::time::Duration;
+//! use lockward::{LockOptions, Store};
+//!
+//! let store = Store::open("memory://").await?;
+//! let opts = LockOptions::new().ttl(Duration::from_secs(5));
+//! let guard = store.acquire("cron/cleanup", &opts).await?;
+//! println!("fence {}", guard.fence());
+//! guard.release().await?;
+//! # Ok::<(), lockward::Error>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Backends: `memory://` and `sqlite://PATH` (the embedded default, feature
+//! `sqlite`). See [`StoreUrl`] for the URL forms and
+//! [`backend::Capabilities`] for what each backend guarantees.
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod duration;
+mod error;
+mod guard;
+mod lease;
+mod name;
+mod options;
+mod owner;
+mod store;
+pub mod url;
+pub mod wait;
+
+pub use backend::Capabilities;
+pub use error::{Error, LostReason, Result};
+pub use guard::{Guard, LostSignal};
+pub use lease::{local_deadline, Lease, LockInfo};
+pub use name::{Name, MAX_NAME_BYTES};
+pub use options::{LockOptions, Renewal};
+pub use owner::OwnerId;
+pub use store::Store;
+pub use url::{StoreUrl, DEFAULT_SQLITE_PATH};

@@ -1,0 +1,130 @@
+//! How to take a lock: TTL, how long to wait, renewal.
+
+use std::time::Duration;
+
+use crate::duration::check_ttl;
+use crate::error::{Error, Result};
+
+/// Options for one acquisition. The defaults: TTL 30 s, wait forever,
+/// renew automatically every TTL/3.
+///
+/// ```
+/// use std::time::Duration;
+/// use lockward::LockOptions;
+/// let opts = LockOptions::new()
+///     .ttl(Duration::from_secs(10))
+///     .wait(Duration::from_secs(2))
+///     .label("worker-3");
+/// assert_eq!(opts.renew_interval(), Some(Duration::from_secs(10) / 3));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockOptions {
+    pub(crate) ttl: Duration,
+    pub(crate) wait: Option<Duration>,
+    pub(crate) renewal: Renewal,
+    pub(crate) label: Option<String>,
+}
+
+/// Whether a guard renews its lease in the background.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// No renewal: the lease ends at its TTL unless extended by hand.
+    Off,
+    /// Renew every TTL/3.
+    Auto,
+    /// Renew at this interval (must be shorter than the TTL).
+    Every(Duration),
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        LockOptions {
+            ttl: Duration::from_secs(30),
+            wait: None,
+            renewal: Renewal::Auto,
+            label: None,
+        }
+    }
+}
+
+impl LockOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The lease's time to live on the store.
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The longest `acquire` waits before [`Error::TimedOut`].
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// Wait without limit (the default); cancel by dropping the future.
+    pub fn wait_forever(mut self) -> Self {
+        self.wait = None;
+        self
+    }
+
+    /// Background renewal policy.
+    pub fn renewal(mut self, renewal: Renewal) -> Self {
+        self.renewal = renewal;
+        self
+    }
+
+    /// A human label for the holder, shown by `status` where the backend
+    /// stores one. Defaults to none.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The configured TTL.
+    pub fn get_ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The configured wait limit (`None`: forever).
+    pub fn get_wait(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// The renewal interval, or `None` when renewal is off.
+    pub fn renew_interval(&self) -> Option<Duration> {
+        match self.renewal {
+            Renewal::Off => None,
+            Renewal::Auto => Some(self.ttl / 3),
+            Renewal::Every(every) => Some(every),
+        }
+    }
+
+    /// Checks every field; called by the store before it sends anything.
+    pub fn validate(&self) -> Result<()> {
+        check_ttl(self.ttl)?;
+        if let Renewal::Every(every) = self.renewal {
+            if every.is_zero() || every >= self.ttl {
+                return Err(Error::invalid(
+                    "renewal",
+                    format!(
+                        "the renewal interval {every:?} must be above zero and below the TTL {:?}",
+                        self.ttl
+                    ),
+                ));
+            }
+        }
+        if let Some(label) = &self.label {
+            if label.len() > 256 || label.chars().any(char::is_control) {
+                return Err(Error::invalid(
+                    "label",
+                    "a holder label is at most 256 bytes without control characters",
+                ));
+            }
+        }
+        Ok(())
+    }
+}

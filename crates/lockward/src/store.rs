@@ -1,0 +1,216 @@
+//! A connection to one backend, and the lock operations on it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::backend::memory::MemoryBackend;
+use crate::backend::{Attempt, Backend, Capabilities, Request};
+use crate::duration::check_ttl;
+use crate::error::{Error, Result};
+use crate::guard::Guard;
+use crate::lease::{local_deadline, Lease, LockInfo};
+use crate::name::Name;
+use crate::options::LockOptions;
+use crate::owner::OwnerId;
+use crate::url::StoreUrl;
+
+/// A connection to one backend, opened from a URL. Cheap to clone; share one
+/// per process.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::time::Duration;
+/// use lockward::{LockOptions, Store};
+///
+/// let store = Store::open("memory://").await?;
+/// let opts = LockOptions::new().ttl(Duration::from_secs(10));
+/// let charged = store
+///     .with_lock("payment/order-7", &opts, |lease| async move {
+///         // Charge once; pass lease.fence to the payment table.
+///         lease.fence
+///     })
+///     .await?;
+/// assert!(charged > 0);
+/// # Ok::<(), lockward::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct Store {
+    backend: Arc<dyn Backend>,
+}
+
+impl Store {
+    /// Opens the store a URL names (see [`StoreUrl`]).
+    pub async fn open(url: &str) -> Result<Store> {
+        Store::connect(&StoreUrl::parse(url)?).await
+    }
+
+    /// Opens the store of a parsed URL.
+    pub async fn connect(url: &StoreUrl) -> Result<Store> {
+        match url {
+            StoreUrl::Memory => Ok(Store::memory()),
+            #[cfg(feature = "sqlite")]
+            StoreUrl::Sqlite { path } => Ok(Store::from_backend(
+                crate::backend::sqlite::SqliteBackend::open(path).await?,
+            )),
+            #[allow(unreachable_patterns)]
+            other => Err(Error::Unsupported {
+                scheme: other.scheme().to_string(),
+                why: format!(
+                    "rebuild lockward with the cargo feature for {}",
+                    other.scheme()
+                ),
+            }),
+        }
+    }
+
+    /// A fresh in-process store.
+    pub fn memory() -> Store {
+        Store::from_backend(MemoryBackend::new())
+    }
+
+    /// Wraps a backend of your own.
+    pub fn from_backend(backend: impl Backend) -> Store {
+        Store {
+            backend: Arc::new(backend),
+        }
+    }
+
+    /// What the backend guarantees.
+    pub fn capabilities(&self) -> Capabilities {
+        self.backend.capabilities()
+    }
+
+    /// The store's address, password redacted.
+    pub fn address(&self) -> String {
+        self.backend.address()
+    }
+
+    /// The backend, for recipes built on the raw trait.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// Takes the lock if it is free, else fails at once with [`Error::Busy`].
+    pub async fn try_acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
+        let name = Name::new(name.as_ref())?;
+        opts.validate()?;
+        let owner = OwnerId::random();
+        let started = Instant::now();
+        let req = request(&name, owner, opts);
+        match self.backend.try_acquire(&req).await? {
+            Attempt::Granted { fence } => Ok(self.guard(name, owner, fence, started, opts)),
+            Attempt::Held { .. } => Err(Error::Busy {
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// Takes the lock, waiting for it up to the options' wait limit
+    /// ([`Error::TimedOut`] then). Drop the future to cancel the wait.
+    pub async fn acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
+        let name = Name::new(name.as_ref())?;
+        opts.validate()?;
+        let owner = OwnerId::random();
+        let began = Instant::now();
+        let deadline = opts.wait.map(|w| began + w);
+        let req = request(&name, owner, opts);
+        match self.backend.acquire(&req, deadline).await? {
+            Some(grant) => Ok(self.guard(name, owner, grant.fence, grant.started, opts)),
+            None => Err(Error::TimedOut {
+                name: name.to_string(),
+                waited: began.elapsed(),
+            }),
+        }
+    }
+
+    /// Runs `work` while holding the lock, renewing it (unless the options
+    /// turn renewal off). When the lock is lost, `work` is cancelled (its
+    /// future dropped) and [`Error::Lost`] returned, so nothing runs on
+    /// after the lease ended. The lock is released when `work` ends.
+    pub async fn with_lock<T, F, Fut>(
+        &self,
+        name: impl AsRef<str>,
+        opts: &LockOptions,
+        work: F,
+    ) -> Result<T>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let guard = self.acquire(name, opts).await?;
+        let mut lost = guard.lost_signal();
+        let output = tokio::select! {
+            biased;
+            reason = lost.wait() => {
+                return Err(Error::Lost { name: guard.name().to_string(), reason });
+            }
+            output = work(guard.lease()) => output,
+        };
+        // The work finished while the lease was valid; a failed release only
+        // leaves the lock to expire, so it must not discard the result.
+        let name = guard.name().clone();
+        if let Err(e) = guard.release().await {
+            tracing::warn!(%name, error = %e, "release after with_lock failed; the TTL will free it");
+        }
+        Ok(output)
+    }
+
+    /// Extends a lease by hand, for leases not held by a [`Guard`] in this
+    /// process. [`Error::NotOwner`] when `lease` is not the live holder.
+    pub async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
+        let ttl = check_ttl(ttl)?;
+        let started = Instant::now();
+        self.backend.extend(&lease.name, lease.owner, ttl).await?;
+        Ok(Lease {
+            ttl,
+            deadline: local_deadline(started, ttl),
+            ..lease.clone()
+        })
+    }
+
+    /// Releases a lease by hand. [`Error::NotOwner`] when `lease` is not the
+    /// live holder.
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        self.backend.release(&lease.name, lease.owner).await
+    }
+
+    /// The current holder of `name`, if any.
+    pub async fn inspect(&self, name: impl AsRef<str>) -> Result<Option<LockInfo>> {
+        let name = Name::new(name.as_ref())?;
+        self.backend.inspect(&name).await
+    }
+
+    /// Every held lock whose name starts with `prefix` (all with `""`).
+    pub async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        self.backend.list(prefix).await
+    }
+
+    fn guard(
+        &self,
+        name: Name,
+        owner: OwnerId,
+        fence: u64,
+        started: Instant,
+        opts: &LockOptions,
+    ) -> Guard {
+        let lease = Lease {
+            name,
+            owner,
+            fence,
+            ttl: opts.ttl,
+            deadline: local_deadline(started, opts.ttl),
+        };
+        Guard::new(self.backend.clone(), lease, opts.renew_interval())
+    }
+}
+
+fn request<'a>(name: &'a Name, owner: OwnerId, opts: &'a LockOptions) -> Request<'a> {
+    Request {
+        name,
+        owner,
+        ttl: opts.ttl,
+        label: opts.label.as_deref(),
+    }
+}

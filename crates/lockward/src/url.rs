@@ -1,0 +1,460 @@
+//! Store URLs: the one parser shared by the library and the CLI.
+//!
+//! | URL | backend |
+//! | --- | --- |
+//! | `memory://` | in-process |
+//! | `sqlite://PATH` (empty: `./.lockward/locks.db`) | processes of one host |
+//! | `redis://[user:pass@]host:port[/db][?prefix=…]`, `rediss://` | one Redis |
+//!
+//! Passwords are kept in a [`Secret`], which never prints its value.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// Where the embedded default store keeps its file.
+pub const DEFAULT_SQLITE_PATH: &str = "./.lockward/locks.db";
+
+/// Schemes lockward knows, whether or not this build includes them.
+const KNOWN_SCHEMES: &[&str] = &[
+    "memory",
+    "sqlite",
+    "redis",
+    "rediss",
+    "redis+cluster",
+    "redlock",
+    "etcd",
+    "etcds",
+    "zk",
+    "postgres",
+    "postgresql",
+];
+
+/// A password or other credential. Its `Debug` and `Display` print `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The credential itself, for handing to a client library.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// A `host:port` pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP address (IPv6 without brackets).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// A parsed store URL.
+///
+/// ```
+/// use lockward::StoreUrl;
+/// let url: StoreUrl = "redis://app:s3cret@127.0.0.1:6379/2?prefix=pay:".parse().unwrap();
+/// assert_eq!(url.to_string(), "redis://app:***@127.0.0.1:6379/2?prefix=pay:");
+/// assert!("ftp://x".parse::<StoreUrl>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreUrl {
+    /// `memory://`: one process.
+    Memory,
+    /// `sqlite://PATH`: the processes of one host.
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// `redis://` or `rediss://`: one Redis server.
+    Redis(RedisUrl),
+}
+
+/// The parts of a `redis://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisUrl {
+    /// `rediss://`: connect with TLS.
+    pub tls: bool,
+    /// The server.
+    pub endpoint: Endpoint,
+    /// Database index (`/N`), 0 by default.
+    pub db: u32,
+    /// ACL user name.
+    pub user: Option<String>,
+    /// Password.
+    pub password: Option<Secret>,
+    /// Prefix of every key lockward writes, `lockward:` by default.
+    pub prefix: String,
+}
+
+impl std::str::FromStr for StoreUrl {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        StoreUrl::parse(s)
+    }
+}
+
+impl StoreUrl {
+    /// Parses a store URL. Errors say which part was wrong and never repeat
+    /// a password.
+    pub fn parse(text: &str) -> Result<Self> {
+        let parts = Parts::split(text)?;
+        match parts.scheme.as_str() {
+            "memory" => {
+                parts.expect_nothing_but(&[])?;
+                if !parts.rest_is_empty() {
+                    return Err(url_error("memory:// takes nothing after the scheme"));
+                }
+                Ok(StoreUrl::Memory)
+            }
+            "sqlite" => {
+                parts.expect_nothing_but(&[])?;
+                let path = if parts.raw_rest.is_empty() {
+                    DEFAULT_SQLITE_PATH.to_string()
+                } else {
+                    percent_decode(&parts.raw_rest)?
+                };
+                Ok(StoreUrl::Sqlite {
+                    path: PathBuf::from(path),
+                })
+            }
+            "redis" | "rediss" => {
+                parts.expect_nothing_but(&["prefix"])?;
+                let endpoint = parts.single_endpoint(6379)?;
+                let db = match parts.path.trim_matches('/') {
+                    "" => 0,
+                    n => n.parse().map_err(|_| {
+                        url_error(format!("the database index {n:?} is not a number"))
+                    })?,
+                };
+                Ok(StoreUrl::Redis(RedisUrl {
+                    tls: parts.scheme == "rediss",
+                    endpoint,
+                    db,
+                    user: parts.user.clone(),
+                    password: parts.password.clone(),
+                    prefix: parts.param("prefix").unwrap_or("lockward:").to_string(),
+                }))
+            }
+            other if KNOWN_SCHEMES.contains(&other) => Err(Error::Unsupported {
+                scheme: other.to_string(),
+                why: "this backend is not implemented in this version of lockward yet".into(),
+            }),
+            other => Err(url_error(format!(
+                "unknown scheme {other:?}; expected one of {}",
+                KNOWN_SCHEMES.join(", ")
+            ))),
+        }
+    }
+
+    /// The URL's scheme, e.g. `sqlite`.
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            StoreUrl::Memory => "memory",
+            StoreUrl::Sqlite { .. } => "sqlite",
+            StoreUrl::Redis(r) if r.tls => "rediss",
+            StoreUrl::Redis(_) => "redis",
+        }
+    }
+}
+
+/// Prints the URL with any password replaced by `***`.
+impl fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreUrl::Memory => f.write_str("memory://"),
+            StoreUrl::Sqlite { path } => write!(f, "sqlite://{}", path.display()),
+            StoreUrl::Redis(r) => {
+                write!(f, "{}://", self.scheme())?;
+                match (&r.user, &r.password) {
+                    (Some(u), Some(p)) => write!(f, "{u}:{p}@")?,
+                    (Some(u), None) => write!(f, "{u}@")?,
+                    (None, Some(p)) => write!(f, ":{p}@")?,
+                    (None, None) => {}
+                }
+                write!(f, "{}", r.endpoint)?;
+                if r.db != 0 {
+                    write!(f, "/{}", r.db)?;
+                }
+                if r.prefix != "lockward:" {
+                    write!(f, "?prefix={}", r.prefix)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn url_error(why: impl Into<String>) -> Error {
+    Error::invalid("url", why)
+}
+
+/// A URL split into its generic parts; each scheme then takes what it needs.
+struct Parts {
+    scheme: String,
+    /// Everything after `scheme://` and before `?`, undecoded (for file paths).
+    raw_rest: String,
+    user: Option<String>,
+    password: Option<Secret>,
+    hosts: Vec<String>,
+    path: String,
+    params: Vec<(String, String)>,
+}
+
+impl Parts {
+    fn split(text: &str) -> Result<Self> {
+        let (scheme, rest) = text.split_once("://").ok_or_else(|| {
+            url_error("a store URL starts with a scheme such as sqlite://, memory:// or redis://")
+        })?;
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme.is_empty()
+            || !scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
+        {
+            return Err(url_error(format!("{scheme:?} is not a valid scheme")));
+        }
+        if rest.chars().any(|c| c.is_control()) {
+            return Err(url_error("control characters are not allowed in a URL"));
+        }
+        let (body, query) = match rest.split_once('?') {
+            Some((b, q)) => (b, Some(q)),
+            None => (rest, None),
+        };
+        let mut params = Vec::new();
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            params.push((percent_decode(k)?, percent_decode(v)?));
+        }
+        // The password may contain '@' or '/' only percent-encoded; the last
+        // '@' before the first '/' ends the user information.
+        let authority_end = body.find('/').unwrap_or(body.len());
+        let (authority, path) = body.split_at(authority_end);
+        let (userinfo, hostlist) = match authority.rfind('@') {
+            Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
+            None => (None, authority),
+        };
+        let (user, password) = match userinfo {
+            None => (None, None),
+            Some(info) => {
+                let (u, p) = match info.split_once(':') {
+                    Some((u, p)) => (u, Some(p)),
+                    None => (info, None),
+                };
+                let user = Some(percent_decode(u)?).filter(|u| !u.is_empty());
+                let password = p.map(percent_decode).transpose()?.map(Secret);
+                (user, password)
+            }
+        };
+        let hosts = hostlist
+            .split(',')
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .collect();
+        Ok(Parts {
+            scheme,
+            raw_rest: body.to_string(),
+            user,
+            password,
+            hosts,
+            path: path.to_string(),
+            params,
+        })
+    }
+
+    fn rest_is_empty(&self) -> bool {
+        self.raw_rest.is_empty()
+    }
+
+    fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn expect_nothing_but(&self, allowed: &[&str]) -> Result<()> {
+        match self.params.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+            None => Ok(()),
+            Some((k, _)) if allowed.is_empty() => Err(url_error(format!(
+                "{}:// takes no query parameters, got {k:?}",
+                self.scheme
+            ))),
+            Some((k, _)) => Err(url_error(format!(
+                "unknown parameter {k:?} for {}://; known: {}",
+                self.scheme,
+                allowed.join(", ")
+            ))),
+        }
+    }
+
+    fn single_endpoint(&self, default_port: u16) -> Result<Endpoint> {
+        match self.hosts.as_slice() {
+            [one] => parse_endpoint(one, default_port),
+            [] => Err(url_error(format!("{}:// needs a host", self.scheme))),
+            _ => Err(url_error(format!(
+                "{}:// takes one host; for several independent masters use redlock://",
+                self.scheme
+            ))),
+        }
+    }
+}
+
+fn parse_endpoint(text: &str, default_port: u16) -> Result<Endpoint> {
+    let (host, port) = if let Some(v6) = text.strip_prefix('[') {
+        let (host, after) = v6
+            .split_once(']')
+            .ok_or_else(|| url_error(format!("unclosed '[' in host {text:?}")))?;
+        let port = match after {
+            "" => None,
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or_else(|| url_error(format!("expected ':' after ']' in {text:?}")))?,
+            ),
+        };
+        (host, port)
+    } else {
+        match text.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (text, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(url_error(format!("empty host in {text:?}")));
+    }
+    let port = match port {
+        None => default_port,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            // The value is not echoed: in a mistyped URL it may be a password.
+            .ok_or_else(|| url_error("the port is not a number from 1 to 65535"))?,
+    };
+    Ok(Endpoint {
+        host: host.to_string(),
+        port,
+    })
+}
+
+fn percent_decode(text: &str) -> Result<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| url_error("a '%' must be followed by two hex digits"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| url_error("percent-encoding decodes to invalid UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded() {
+        assert_eq!(StoreUrl::parse("memory://").unwrap(), StoreUrl::Memory);
+        assert!(StoreUrl::parse("memory://x").is_err());
+        assert_eq!(
+            StoreUrl::parse("sqlite://").unwrap(),
+            StoreUrl::Sqlite {
+                path: DEFAULT_SQLITE_PATH.into()
+            }
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite:///var/lib/x.db").unwrap(),
+            StoreUrl::Sqlite {
+                path: "/var/lib/x.db".into()
+            }
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite://rel/my%20locks.db").unwrap(),
+            StoreUrl::Sqlite {
+                path: "rel/my locks.db".into()
+            }
+        );
+        assert!(StoreUrl::parse("sqlite://a.db?x=1").is_err());
+    }
+
+    #[test]
+    fn redis_parts_and_redaction() {
+        let url = StoreUrl::parse("rediss://u:p%40ss@[::1]:7000/3?prefix=x:").unwrap();
+        let StoreUrl::Redis(r) = &url else {
+            panic!("not redis: {url:?}")
+        };
+        assert!(r.tls);
+        assert_eq!(r.endpoint.host, "::1");
+        assert_eq!(r.endpoint.port, 7000);
+        assert_eq!(r.db, 3);
+        assert_eq!(r.password.as_ref().unwrap().expose(), "p@ss");
+        assert!(!url.to_string().contains("p@ss"));
+        assert!(!format!("{url:?}").contains("p@ss"));
+        assert_eq!(url.to_string(), "rediss://u:***@[::1]:7000/3?prefix=x:");
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        for (url, needle) in [
+            ("nope", "scheme"),
+            ("ftp://x", "unknown scheme"),
+            ("redis://", "needs a host"),
+            ("redis://h:99999", "port"),
+            ("redis://h:1/abc", "database index"),
+            ("redis://h:1?foo=1", "unknown parameter"),
+            ("redis://a:1,b:2", "redlock"),
+            ("sqlite://a%zz", "hex"),
+        ] {
+            let err = StoreUrl::parse(url).unwrap_err().to_string();
+            assert!(err.contains(needle), "{url}: {err}");
+        }
+        assert!(matches!(
+            StoreUrl::parse("etcd://h:2379"),
+            Err(Error::Unsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn password_never_in_errors() {
+        for url in ["redis://u:hunter2@h:notaport", "redis://u:hunter2", "redis://u:hunter2@"] {
+            let err = StoreUrl::parse(url).unwrap_err();
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Waiting for a lock by re-checking: after each pushed notification, at
+//! the holder's expiry, or with jittered backoff when nothing is pushed.
+
+use std::time::{Duration, Instant};
+
+use crate::backend::{Attempt, Backend, Grant, Request};
+use crate::error::Result;
+
+/// First polling interval when the store cannot push notifications.
+const POLL_MIN: Duration = Duration::from_millis(1);
+/// Longest polling interval.
+const POLL_MAX: Duration = Duration::from_millis(50);
+/// With pushed wake-ups, re-check at least this often anyway, in case a
+/// notification was lost with a connection.
+const PUSHED_SAFETY_NET: Duration = Duration::from_secs(2);
+/// Re-check slightly after the holder's expiry, not exactly at it.
+const EXPIRY_MARGIN: Duration = Duration::from_millis(1);
+
+/// Exponential backoff with jitter: each delay is drawn from the upper half
+/// of a doubling range, so pollers spread out without waiting much longer.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    current: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    /// Starts at `min`, doubles up to `max`.
+    pub fn new(min: Duration, max: Duration) -> Self {
+        Backoff { current: min, max }
+    }
+
+    /// The next delay.
+    pub fn next_delay(&mut self) -> Duration {
+        let upper = self.current;
+        self.current = (self.current * 2).min(self.max);
+        let half = upper / 2;
+        half + upper.mul_f64(fastrand::f64() * 0.5)
+    }
+}
+
+/// The default waiting strategy of [`Backend::acquire`].
+pub async fn acquire_by_rechecking<B: Backend + ?Sized>(
+    backend: &B,
+    req: &Request<'_>,
+    deadline: Option<Instant>,
+) -> Result<Option<Grant>> {
+    let mut subscription = backend.subscribe(req.name).await?;
+    let mut backoff = Backoff::new(POLL_MIN, POLL_MAX);
+    loop {
+        let started = Instant::now();
+        let expires_in = match backend.try_acquire(req).await? {
+            Attempt::Granted { fence } => return Ok(Some(Grant { fence, started })),
+            Attempt::Held { expires_in } => expires_in,
+        };
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Ok(None);
+        }
+        let mut pause = if subscription.is_pushed() {
+            PUSHED_SAFETY_NET
+        } else {
+            backoff.next_delay()
+        };
+        if let Some(left) = expires_in {
+            pause = pause.min(left + EXPIRY_MARGIN);
+        }
+        let mut wake_at = now + pause;
+        if let Some(d) = deadline {
+            wake_at = wake_at.min(d);
+        }
+        tokio::select! {
+            _ = subscription.changed() => {}
+            _ = tokio::time::sleep_until(wake_at.into()) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_within_bounds() {
+        let mut b = Backoff::new(Duration::from_millis(1), Duration::from_millis(50));
+        let delays: Vec<_> = (0..20).map(|_| b.next_delay()).collect();
+        assert!(delays[0] <= Duration::from_millis(1));
+        assert!(delays.iter().all(|d| *d <= Duration::from_millis(50)));
+        assert!(delays[19] >= Duration::from_millis(25));
+    }
+}
