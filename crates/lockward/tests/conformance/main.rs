@@ -1,0 +1,9 @@
+//! The conformance suite: one set of checks, instantiated for every backend.
+//! Each backend module provides a fixture (how to open a store on it) and
+//! invokes `conformance!`.
+
+mod suite;
+
+mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;

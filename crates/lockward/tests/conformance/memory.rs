@@ -1,0 +1,22 @@
+use lockward::Store;
+
+use crate::suite::Fixture;
+
+struct Memory(Store);
+
+#[async_trait::async_trait]
+impl Fixture for Memory {
+    async fn store(&self) -> Store {
+        // Every handle shares the one in-process store.
+        self.0.clone()
+    }
+    fn url(&self) -> String {
+        "memory://".into()
+    }
+}
+
+async fn fixture() -> Memory {
+    Memory(Store::memory())
+}
+
+crate::conformance!(fixture);

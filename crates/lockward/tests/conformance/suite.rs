@@ -1,0 +1,417 @@
+//! The checks. Each takes a fixture, so it runs unchanged on every backend.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lockward::{Error, LockOptions, LostReason, OwnerId, Renewal, Store};
+
+/// How a backend's stores are opened for the suite.
+#[async_trait::async_trait]
+pub trait Fixture: Send + Sync + 'static {
+    /// A store handle on the backend under test. Each call may be a new
+    /// connection, as another process would open; all see the same locks.
+    async fn store(&self) -> Store;
+    /// The URL of the backend under test.
+    fn url(&self) -> String;
+}
+
+/// Instantiates every check for one backend. `$fixture` is an async fn
+/// returning the backend's [`Fixture`].
+#[macro_export]
+macro_rules! conformance {
+    ($fixture:path) => {
+        $crate::conformance!(@tests $fixture;
+            mutual_exclusion, fences_increase, non_owner_refused, expiry_frees,
+            extend_keeps, renewal_keeps, waiter_wakes_promptly, fifo_where_claimed,
+            lost_fires, acquire_times_out, cancelled_wait_leaves_nothing,
+            with_lock_cancels_work, inspect_and_list, drop_releases, bad_input);
+    };
+    (@tests $fixture:path; $($check:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $check() {
+                let fixture = $fixture().await;
+                $crate::suite::$check(&fixture).await;
+            }
+        )*
+    };
+}
+
+fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", OwnerId::random())
+}
+
+fn short(ttl_ms: u64) -> LockOptions {
+    LockOptions::new()
+        .ttl(Duration::from_millis(ttl_ms))
+        .renewal(Renewal::Off)
+}
+
+/// 16 tasks, each on its own store handle, do an unprotected
+/// read–sleep–write of a counter under the lock; the total must be exact
+/// and no two may ever be inside at once.
+pub async fn mutual_exclusion(f: &impl Fixture) {
+    const TASKS: u64 = 16;
+    const ROUNDS: u64 = 5;
+    let name = unique("mutex");
+    let counter = Arc::new(AtomicU64::new(0));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let store = f.store().await;
+        let (name, counter, inside) = (name.clone(), counter.clone(), inside.clone());
+        tasks.push(tokio::spawn(async move {
+            let opts = LockOptions::new().ttl(Duration::from_secs(10));
+            for _ in 0..ROUNDS {
+                let guard = store.acquire(&name, &opts).await.expect("acquire");
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                let seen = counter.load(Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                counter.store(seen + 1, Ordering::SeqCst);
+                inside.fetch_sub(1, Ordering::SeqCst);
+                guard.release().await.expect("release");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    assert_eq!(counter.load(Ordering::SeqCst), TASKS * ROUNDS, "lost updates");
+}
+
+/// 1,000 acquisitions, some ending by expiry and some after reopening the
+/// store (durable backends): every fence is larger than the one before.
+pub async fn fences_increase(f: &impl Fixture) {
+    let name = unique("fences");
+    let mut store = f.store().await;
+    let durable = store.capabilities().durable;
+    let opts = short(30);
+    let mut last = 0;
+    for i in 0..1000 {
+        if durable && i % 250 == 249 {
+            store = f.store().await;
+        }
+        let guard = store.acquire(&name, &opts).await.expect("acquire");
+        assert!(guard.fence() > last, "fence {} after {last}", guard.fence());
+        last = guard.fence();
+        if i % 200 == 199 {
+            // Let it expire instead of releasing it.
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            drop(guard);
+        } else {
+            guard.release().await.expect("release");
+        }
+    }
+}
+
+/// Release and extend by someone who does not hold the lock are refused,
+/// and the holder keeps it.
+pub async fn non_owner_refused(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("owner");
+    let guard = store.try_acquire(&name, &short(5_000)).await.unwrap();
+    let forged = lockward::Lease {
+        owner: OwnerId::random(),
+        ..guard.lease()
+    };
+    assert!(matches!(store.release(&forged).await, Err(Error::NotOwner { .. })));
+    assert!(matches!(
+        store.extend(&forged, Duration::from_secs(5)).await,
+        Err(Error::NotOwner { .. })
+    ));
+    let other = f.store().await;
+    assert!(matches!(
+        other.try_acquire(&name, &short(5_000)).await,
+        Err(Error::Busy { .. })
+    ));
+    guard.release().await.unwrap();
+}
+
+/// A lease left to its TTL frees the lock.
+pub async fn expiry_frees(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("expiry");
+    let guard = store.try_acquire(&name, &short(150)).await.unwrap();
+    assert!(store.try_acquire(&name, &short(150)).await.is_err());
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let next = store
+        .try_acquire(&name, &short(1_000))
+        .await
+        .expect("free after TTL");
+    assert!(next.fence() > guard.fence());
+    assert!(guard.is_lost());
+    next.release().await.unwrap();
+}
+
+/// Extending before the TTL keeps the lock past the original expiry.
+pub async fn extend_keeps(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("extend");
+    let guard = store.try_acquire(&name, &short(300)).await.unwrap();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        guard.extend(None).await.expect("extend");
+    }
+    // 450 ms after a 300 ms lease was taken, it is still held.
+    assert!(matches!(
+        store.try_acquire(&name, &short(300)).await,
+        Err(Error::Busy { .. })
+    ));
+    assert!(!guard.is_lost());
+    guard.release().await.unwrap();
+}
+
+/// Automatic renewal keeps the lock for many TTLs.
+pub async fn renewal_keeps(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("renew");
+    let opts = LockOptions::new().ttl(Duration::from_millis(300));
+    let guard = store.try_acquire(&name, &opts).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert!(!guard.is_lost(), "renewal let the lease lapse");
+    assert!(matches!(
+        f.store().await.try_acquire(&name, &short(300)).await,
+        Err(Error::Busy { .. })
+    ));
+    guard.release().await.unwrap();
+}
+
+/// A waiter wakes soon after the release: within 10 ms where the store
+/// pushes wake-ups, within the polling bound where it does not.
+pub async fn waiter_wakes_promptly(f: &impl Fixture) {
+    let store = f.store().await;
+    let pushed = store.capabilities().pushed_wakeups;
+    let name = unique("wake");
+    let mut handoffs = Vec::new();
+    for _ in 0..10 {
+        let guard = store.try_acquire(&name, &short(10_000)).await.unwrap();
+        let waiter_store = f.store().await;
+        let waiter_name = name.clone();
+        let waiter = tokio::spawn(async move {
+            let g = waiter_store
+                .acquire(&waiter_name, &short(10_000))
+                .await
+                .unwrap();
+            let at = Instant::now();
+            g.release().await.unwrap();
+            at
+        });
+        // Let the waiter settle into waiting (and a poller back off).
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let released = Instant::now();
+        guard.release().await.unwrap();
+        let acquired = waiter.await.unwrap();
+        handoffs.push(acquired.saturating_duration_since(released));
+    }
+    handoffs.sort();
+    let median = handoffs[handoffs.len() / 2];
+    eprintln!(
+        "handoff on {}: median {median:?}, max {:?}",
+        f.url(),
+        handoffs.last().unwrap()
+    );
+    let bound = if pushed {
+        Duration::from_millis(10)
+    } else {
+        Duration::from_millis(75)
+    };
+    assert!(median < bound, "median handoff {median:?} over {bound:?}");
+}
+
+/// Where the backend claims FIFO, waiters acquire in the order they came.
+pub async fn fifo_where_claimed(f: &impl Fixture) {
+    let store = f.store().await;
+    if !store.capabilities().fifo {
+        // Not claimed: check only that every waiter gets the lock.
+        eprintln!("{} does not claim FIFO; checking liveness only", f.url());
+    }
+    let name = unique("fifo");
+    let holder = store.try_acquire(&name, &short(10_000)).await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for i in 0..6 {
+        let s = f.store().await;
+        let (name, order) = (name.clone(), order.clone());
+        waiters.push(tokio::spawn(async move {
+            let g = s.acquire(&name, &short(10_000)).await.unwrap();
+            order.lock().unwrap().push(i);
+            g.release().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    holder.release().await.unwrap();
+    for w in waiters {
+        tokio::time::timeout(Duration::from_secs(10), w)
+            .await
+            .expect("waiter starved")
+            .unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), 6);
+    if store.capabilities().fifo {
+        assert_eq!(order, vec![0, 1, 2, 3, 4, 5], "not FIFO");
+    }
+}
+
+/// `lost()` fires when the lease expires and another takes the lock, and
+/// the late release reports the loss.
+pub async fn lost_fires(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("lost");
+    let guard = store.try_acquire(&name, &short(200)).await.unwrap();
+    let taken = Instant::now();
+    let reason = tokio::time::timeout(Duration::from_secs(2), guard.lost())
+        .await
+        .expect("lost() never fired");
+    assert_eq!(reason, LostReason::Expired);
+    // It fires at the conservative local deadline, before the store's expiry.
+    assert!(taken.elapsed() < Duration::from_millis(200), "{:?}", taken.elapsed());
+    let thief = f
+        .store()
+        .await
+        .acquire(&name, &short(5_000).wait(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert!(thief.fence() > guard.fence());
+    assert!(matches!(guard.release().await, Err(Error::Lost { .. })));
+    thief.release().await.unwrap();
+}
+
+/// `acquire` with a wait limit gives up with `TimedOut`, not before.
+pub async fn acquire_times_out(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("timeout");
+    let holder = store.try_acquire(&name, &short(10_000)).await.unwrap();
+    let began = Instant::now();
+    let res = f
+        .store()
+        .await
+        .acquire(&name, &short(1_000).wait(Duration::from_millis(150)))
+        .await;
+    let waited = began.elapsed();
+    assert!(matches!(res, Err(Error::TimedOut { .. })), "{res:?}");
+    assert!(waited >= Duration::from_millis(150), "{waited:?}");
+    assert!(waited < Duration::from_millis(1_000), "{waited:?}");
+    holder.release().await.unwrap();
+}
+
+/// Dropping a waiting `acquire` leaves no queue entry or ghost holder.
+pub async fn cancelled_wait_leaves_nothing(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("cancel");
+    let holder = store.try_acquire(&name, &short(10_000)).await.unwrap();
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(100),
+        f.store().await.acquire(&name, &short(10_000)),
+    )
+    .await;
+    assert!(cancelled.is_err(), "acquire should still have been waiting");
+    holder.release().await.unwrap();
+    let next = f
+        .store()
+        .await
+        .acquire(&name, &short(10_000).wait(Duration::from_millis(500)))
+        .await
+        .expect("a cancelled waiter kept the lock");
+    next.release().await.unwrap();
+}
+
+/// `with_lock` cancels the work when the lease is lost.
+pub async fn with_lock_cancels_work(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("scoped");
+    let finished = Arc::new(AtomicUsize::new(0));
+    let done = finished.clone();
+    let began = Instant::now();
+    let res = store
+        .with_lock(&name, &short(150), |_lease| async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            done.fetch_add(1, Ordering::SeqCst);
+        })
+        .await;
+    assert!(matches!(res, Err(Error::Lost { .. })), "{res:?}");
+    assert!(began.elapsed() < Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "work ran on after loss");
+    // And the happy path returns the work's output and frees the lock.
+    let out = store
+        .with_lock(&name, &short(5_000), |lease| async move { lease.fence })
+        .await
+        .unwrap();
+    assert!(out > 0);
+    assert!(store.inspect(&name).await.unwrap().is_none());
+}
+
+/// `inspect` and `list` show the holder and its fence, and nothing after
+/// release.
+pub async fn inspect_and_list(f: &impl Fixture) {
+    let store = f.store().await;
+    let prefix = unique("inspect");
+    let name = format!("{prefix}/a");
+    let guard = store
+        .try_acquire(&name, &short(5_000).label("tester"))
+        .await
+        .unwrap();
+    let info = store.inspect(&name).await.unwrap().expect("held");
+    assert_eq!(info.name, name);
+    assert_eq!(info.owner, guard.lease().owner.to_string());
+    if let Some(fence) = info.fence {
+        assert_eq!(fence, guard.fence());
+    }
+    let left = info.expires_in.expect("expiry");
+    assert!(left <= Duration::from_millis(5_000) && left > Duration::from_secs(3));
+    let listed = store.list(&prefix).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, name);
+    assert!(store.list("no-such-prefix-").await.unwrap().is_empty());
+    guard.release().await.unwrap();
+    assert!(store.inspect(&name).await.unwrap().is_none());
+}
+
+/// A guard dropped without release frees the lock soon, not at its TTL.
+pub async fn drop_releases(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("drop");
+    let guard = store.try_acquire(&name, &short(60_000)).await.unwrap();
+    drop(guard);
+    let next = store
+        .acquire(&name, &short(5_000).wait(Duration::from_secs(2)))
+        .await
+        .expect("drop did not release");
+    next.release().await.unwrap();
+}
+
+/// Every bad input gets its typed error before anything reaches the store.
+pub async fn bad_input(f: &impl Fixture) {
+    let store = f.store().await;
+    let ok = LockOptions::new();
+    for name in [String::new(), "x".repeat(257), "a\0b".into(), "line\nbreak".into()] {
+        match store.try_acquire(&name, &ok).await {
+            Err(Error::InvalidArgument { what: "name", .. }) => {}
+            other => panic!("name {name:?}: {other:?}"),
+        }
+    }
+    for ttl in [Duration::ZERO, Duration::from_secs(365 * 24 * 3600)] {
+        match store.try_acquire("fine", &LockOptions::new().ttl(ttl)).await {
+            Err(Error::InvalidArgument { what: "ttl", .. }) => {}
+            other => panic!("ttl {ttl:?}: {other:?}"),
+        }
+    }
+    let renew_too_slow = LockOptions::new()
+        .ttl(Duration::from_secs(1))
+        .renewal(Renewal::Every(Duration::from_secs(2)));
+    assert!(matches!(
+        store.try_acquire("fine", &renew_too_slow).await,
+        Err(Error::InvalidArgument { what: "renewal", .. })
+    ));
+    for url in ["no-scheme", "gopher://x", "sqlite//missing-colon", "redis://h:0"] {
+        match Store::open(url).await {
+            Err(Error::InvalidArgument { what: "url", .. }) => {}
+            other => panic!("url {url:?}: {other:?}"),
+        }
+    }
+    // The store is still usable after all of that.
+    let name = unique("after-bad-input");
+    store.try_acquire(&name, &ok).await.unwrap().release().await.unwrap();
+}
