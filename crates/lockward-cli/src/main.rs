@@ -1,0 +1,138 @@
+//! `lockward`: distributed locks from the shell and from any language.
+
+mod child;
+mod exit;
+mod run;
+mod status;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use lockward::Store;
+
+const STORE_HELP: &str = "Store URL (memory://, sqlite://PATH, redis://HOST:PORT, …); \
+default: $LOCKWARD_STORE, else the embedded sqlite://./.lockward/locks.db";
+
+#[derive(Parser)]
+#[command(name = "lockward", version, about = "Distributed locks with fencing tokens", after_help = exit::TABLE)]
+struct Cli {
+    #[arg(long, global = true, env = "LOCKWARD_STORE", help = STORE_HELP)]
+    store: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run CMD while holding lock NAME, renewing it; CMD is stopped if the lock is lost.
+    #[command(after_help = exit::TABLE)]
+    Run {
+        /// The lock's name.
+        name: String,
+        /// Lease TTL on the store (renewed every TTL/3 while CMD runs).
+        #[arg(long, default_value = "30s", value_parser = parse_duration)]
+        ttl: Duration,
+        /// Wait at most this long for the lock (default: wait forever).
+        #[arg(long, value_parser = parse_duration, conflicts_with = "no_wait")]
+        wait: Option<Duration>,
+        /// Do not wait: exit 75 at once if the lock is held.
+        #[arg(long)]
+        no_wait: bool,
+        /// Between SIGTERM and SIGKILL when the lock is lost (default TTL/4).
+        #[arg(long, value_parser = parse_duration)]
+        grace: Option<Duration>,
+        /// The command and its arguments, after `--`; run directly, not by a shell.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// List held locks: name, holder, fence, time left, waiters.
+    Status {
+        /// Only locks whose name starts with PREFIX.
+        #[arg(default_value = "")]
+        prefix: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    lockward::duration::parse(text).map_err(|e| e.to_string())
+}
+
+/// `host:pid`, shown by `status` as the holder.
+pub fn holder_label() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
+    // within it or truncates.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let host = if rc == 0 {
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "unknown-host".into()
+    };
+    format!("{host}:{}", std::process::id())
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let usage = e.use_stderr();
+            let _ = e.print();
+            return ExitCode::from(if usage { exit::USAGE } else { 0 });
+        }
+    };
+    // One thread: CMD is forked from the main thread, which lives as long
+    // as lockward, so the parent-death signal fires only when lockward dies.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("lockward: cannot start the runtime: {e}");
+            return ExitCode::from(exit::SOFTWARE);
+        }
+    };
+    ExitCode::from(runtime.block_on(dispatch(cli)))
+}
+
+async fn dispatch(cli: Cli) -> u8 {
+    let url = cli
+        .store
+        .unwrap_or_else(|| format!("sqlite://{}", lockward::DEFAULT_SQLITE_PATH));
+    let store = match Store::open(&url).await {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    match cli.command {
+        Command::Run {
+            name,
+            ttl,
+            wait,
+            no_wait,
+            grace,
+            command,
+        } => {
+            run::run(
+                &store,
+                run::RunArgs {
+                    name,
+                    ttl,
+                    wait,
+                    no_wait,
+                    grace,
+                    command,
+                },
+            )
+            .await
+        }
+        Command::Status { prefix, json } => status::status(&store, &prefix, json).await,
+    }
+}

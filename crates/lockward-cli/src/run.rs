@@ -1,0 +1,155 @@
+//! `lockward run NAME -- CMD ARGS…`: CMD runs only while the lock is held.
+
+use std::time::{Duration, Instant};
+
+use lockward::{Guard, LockOptions, Store};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::child::{self, Supervised};
+use crate::exit;
+
+/// What `run` was asked to do.
+pub struct RunArgs {
+    pub name: String,
+    pub ttl: Duration,
+    pub wait: Option<Duration>,
+    pub no_wait: bool,
+    pub grace: Option<Duration>,
+    pub command: Vec<String>,
+}
+
+/// Takes the lock, runs CMD under it, and returns lockward's exit status.
+pub async fn run(store: &Store, args: RunArgs) -> u8 {
+    if let Err(e) = lockward::duration::check_ttl(args.ttl) {
+        eprintln!("lockward: {e}");
+        return exit::USAGE;
+    }
+    let grace = args.grace.unwrap_or(args.ttl / 4);
+    if grace.is_zero() || grace >= args.ttl / 2 {
+        eprintln!(
+            "lockward: --grace {grace:?} must be above zero and below half the TTL ({:?})",
+            args.ttl / 2
+        );
+        return exit::USAGE;
+    }
+    let mut opts = LockOptions::new().ttl(args.ttl).label(crate::holder_label());
+    if let Some(wait) = args.wait {
+        opts = opts.wait(wait);
+    }
+    let acquired = if args.no_wait {
+        store.try_acquire(&args.name, &opts).await
+    } else {
+        store.acquire(&args.name, &opts).await
+    };
+    let guard = match acquired {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    let env = [
+        ("LOCKWARD_NAME", args.name.clone()),
+        ("LOCKWARD_FENCE", guard.fence().to_string()),
+        ("LOCKWARD_STORE", store.address()),
+    ];
+    let (program, rest) = args.command.split_first().expect("clap requires CMD");
+    let supervised = match child::spawn(program, rest, &env) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lockward: cannot run {program:?}: {e}");
+            let _ = guard.release().await;
+            return match e.kind() {
+                std::io::ErrorKind::NotFound => exit::NOT_FOUND,
+                _ => exit::CANNOT_EXECUTE,
+            };
+        }
+    };
+    supervise(guard, supervised, grace).await
+}
+
+/// Waits for CMD while watching the lease and lockward's own signals.
+///
+/// Stopping is tied to the lease's local deadline, so CMD is dead before the
+/// store can give the lock to someone else: when renewals keep failing and
+/// only `grace` is left, CMD gets SIGTERM; at the deadline, SIGKILL. When the
+/// lock is lost outright (taken over), SIGTERM at once and SIGKILL after
+/// `grace`.
+async fn supervise(guard: Guard, mut cmd: Supervised, grace: Duration) -> u8 {
+    let mut lost = guard.lost_signal();
+    let mut lost_seen = false;
+    let mut kill_at: Option<Instant> = None;
+    let (mut int, mut term, mut hup, mut quit) = match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::quit()),
+    ) {
+        (Ok(a), Ok(b), Ok(c), Ok(d)) => (a, b, c, d),
+        _ => {
+            cmd.signal_group(libc::SIGKILL);
+            eprintln!("lockward: cannot install signal handlers");
+            return exit::SOFTWARE;
+        }
+    };
+    let status = loop {
+        let term_at = guard.deadline().checked_sub(grace).unwrap_or_else(Instant::now);
+        tokio::select! {
+            status = cmd.child.wait() => break status,
+            reason = lost.wait(), if !lost_seen => {
+                lost_seen = true;
+                eprintln!("lockward: lock {} lost ({reason}); stopping the command", guard.name());
+                if kill_at.is_none() {
+                    cmd.signal_group(libc::SIGTERM);
+                }
+                let at = Instant::now() + grace;
+                kill_at = Some(kill_at.map_or(at, |k| k.min(at)));
+            }
+            _ = tokio::time::sleep_until(term_at.into()), if kill_at.is_none() => {
+                // Re-read: a renewal may have moved the deadline meanwhile.
+                if Instant::now() + grace >= guard.deadline() {
+                    eprintln!(
+                        "lockward: cannot renew lock {}; stopping the command before it expires",
+                        guard.name()
+                    );
+                    cmd.signal_group(libc::SIGTERM);
+                    kill_at = Some(guard.deadline());
+                }
+            }
+            _ = sleep_until_opt(kill_at) => {
+                cmd.signal_group(libc::SIGKILL);
+                kill_at = Some(Instant::now() + Duration::from_secs(3600));
+            }
+            _ = int.recv() => cmd.signal_group(libc::SIGINT),
+            _ = term.recv() => cmd.signal_group(libc::SIGTERM),
+            _ = hup.recv() => cmd.signal_group(libc::SIGHUP),
+            _ = quit.recv() => cmd.signal_group(libc::SIGQUIT),
+        }
+    };
+    // Grandchildren may linger in the group after CMD itself exited.
+    if kill_at.is_some() {
+        cmd.signal_group(libc::SIGKILL);
+    }
+    let released = guard.release().await;
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            eprintln!("lockward: waiting for the command failed: {e}");
+            return exit::SOFTWARE;
+        }
+    };
+    if lost_seen || kill_at.is_some() {
+        return exit::LOST;
+    }
+    if let Err(e) = released {
+        eprintln!("lockward: warning: {e}");
+    }
+    child::exit_code(status)
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}

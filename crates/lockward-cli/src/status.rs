@@ -1,0 +1,92 @@
+//! `lockward status [PREFIX]`: the locks held now.
+
+use lockward::{LockInfo, Store};
+use serde::Serialize;
+
+use crate::exit;
+
+#[derive(Serialize)]
+struct Row<'a> {
+    name: &'a str,
+    owner: &'a str,
+    holder: Option<&'a str>,
+    fence: Option<u64>,
+    expires_in_ms: Option<u128>,
+    waiters: Option<usize>,
+}
+
+impl<'a> From<&'a LockInfo> for Row<'a> {
+    fn from(i: &'a LockInfo) -> Self {
+        Row {
+            name: &i.name,
+            owner: &i.owner,
+            holder: i.holder.as_deref(),
+            fence: i.fence,
+            expires_in_ms: i.expires_in.map(|d| d.as_millis()),
+            waiters: i.waiters,
+        }
+    }
+}
+
+/// Prints the held locks under `prefix`, as a table or JSON.
+pub async fn status(store: &Store, prefix: &str, json: bool) -> u8 {
+    let held = match store.list(prefix).await {
+        Ok(held) => held,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    if json {
+        let rows: Vec<Row> = held.iter().map(Row::from).collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("rows serialise")
+        );
+        return 0;
+    }
+    if held.is_empty() {
+        println!("no locks held on {}", store.address());
+        return 0;
+    }
+    let dash = || "-".to_string();
+    let table: Vec<[String; 5]> = held
+        .iter()
+        .map(|i| {
+            [
+                i.name.clone(),
+                i.holder
+                    .clone()
+                    .unwrap_or_else(|| i.owner.chars().take(12).collect()),
+                i.fence.map_or_else(dash, |f| f.to_string()),
+                i.expires_in
+                    .map_or_else(dash, |d| format!("{:.1}s", d.as_secs_f64())),
+                i.waiters.map_or_else(dash, |w| w.to_string()),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "HOLDER", "FENCE", "TIME LEFT", "WAITERS"];
+    let widths: Vec<usize> = (0..5)
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: [&str; 5]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(header);
+    for r in &table {
+        line([&r[0], &r[1], &r[2], &r[3], &r[4]]);
+    }
+    0
+}
