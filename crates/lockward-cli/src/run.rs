@@ -32,7 +32,9 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         );
         return exit::USAGE;
     }
-    let mut opts = LockOptions::new().ttl(args.ttl).label(crate::holder_label());
+    let mut opts = LockOptions::new()
+        .ttl(args.ttl)
+        .label(crate::holder_label());
     if let Some(wait) = args.wait {
         opts = opts.wait(wait);
     }
@@ -93,7 +95,10 @@ async fn supervise(guard: Guard, mut cmd: Supervised, grace: Duration) -> u8 {
         }
     };
     let status = loop {
-        let term_at = guard.deadline().checked_sub(grace).unwrap_or_else(Instant::now);
+        let term_at = guard
+            .deadline()
+            .checked_sub(grace)
+            .unwrap_or_else(Instant::now);
         tokio::select! {
             status = cmd.child.wait() => break status,
             reason = lost.wait(), if !lost_seen => {

@@ -62,7 +62,10 @@ pub fn run_cross_process(store_url: &str) {
 #[test]
 fn sqlite_cross_process() {
     let dir = tempfile::tempdir().unwrap();
-    run_cross_process(&format!("sqlite://{}", dir.path().join("locks.db").display()));
+    run_cross_process(&format!(
+        "sqlite://{}",
+        dir.path().join("locks.db").display()
+    ));
 }
 
 /// Positive control: the same workload without lockward loses updates, so
@@ -91,5 +94,8 @@ fn unprotected_workload_loses_updates() {
     }
     let counter = std::fs::read_to_string(dir.path().join("counter")).unwrap();
     let total: usize = counter.trim().parse().unwrap_or(0);
-    assert!(total < WORKERS * RUNS, "no update lost without the lock ({total})");
+    assert!(
+        total < WORKERS * RUNS,
+        "no update lost without the lock ({total})"
+    );
 }

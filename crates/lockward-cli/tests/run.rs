@@ -27,7 +27,10 @@ impl Env {
     }
     fn cmd(&self) -> Command {
         let mut c = Command::new(lockward());
-        c.env("LOCKWARD_STORE", format!("sqlite://{}", self.db().display()));
+        c.env(
+            "LOCKWARD_STORE",
+            format!("sqlite://{}", self.db().display()),
+        );
         c
     }
     /// `lockward run NAME ARGS… -- sh -c SCRIPT sh DIR`, in the background.
@@ -63,7 +66,10 @@ fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
         if let Some(status) = child.try_wait().unwrap() {
             return status;
         }
-        assert!(Instant::now() < until, "lockward did not exit in {within:?}");
+        assert!(
+            Instant::now() < until,
+            "lockward did not exit in {within:?}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -83,7 +89,11 @@ fn passes_exit_status_and_environment() {
     assert!(fence.parse::<u64>().unwrap() > 0);
     // A second run gets a larger fence.
     env.run("job", &[], r#"echo "$LOCKWARD_FENCE" > "$1/env2""#);
-    let second: u64 = std::fs::read_to_string(env.path("env2")).unwrap().trim().parse().unwrap();
+    let second: u64 = std::fs::read_to_string(env.path("env2"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     assert!(second > fence.parse().unwrap());
 }
 
@@ -115,7 +125,11 @@ fn wait_for_file_exists(path: &Path) {
 #[test]
 fn waiter_runs_after_holder() {
     let env = Env::new();
-    let mut first = env.spawn_run("seq", &[], r#"touch "$1/started"; sleep 0.5; echo first >> "$1/order""#);
+    let mut first = env.spawn_run(
+        "seq",
+        &[],
+        r#"touch "$1/started"; sleep 0.5; echo first >> "$1/order""#,
+    );
     wait_for_file_exists(&env.path("started"));
     let (code, _) = env.run("seq", &[], r#"echo second >> "$1/order""#);
     assert_eq!(code, 0);
@@ -137,7 +151,11 @@ fn usage_errors_exit_64() {
         let out = env.cmd().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(64), "{args:?}: {:?}", out);
     }
-    let out = env.cmd().args(["run", "x", "--", "no-such-command-here"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["run", "x", "--", "no-such-command-here"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(127));
     let out = env.cmd().arg("--help").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("75"));
@@ -148,7 +166,10 @@ fn store_down_exits_69() {
     let env = Env::new();
     std::fs::write(env.path("file"), "").unwrap();
     let out = Command::new(lockward())
-        .args(["--store", &format!("sqlite://{}/x/locks.db", env.path("file").display())])
+        .args([
+            "--store",
+            &format!("sqlite://{}/x/locks.db", env.path("file").display()),
+        ])
         .args(["run", "x", "--", "true"])
         .output()
         .unwrap();
@@ -178,9 +199,16 @@ fn lost_lock_terminates_command() {
     let began = Instant::now();
     let status = wait_exit(&mut runner, Duration::from_secs(5));
     assert_eq!(status.code(), Some(76));
-    assert_eq!(wait_for_file(&env.path("got"), Duration::from_secs(1)), "term");
+    assert_eq!(
+        wait_for_file(&env.path("got"), Duration::from_secs(1)),
+        "term"
+    );
     // Renewal runs every TTL/3, so the loss is seen within about 200 ms.
-    assert!(began.elapsed() < Duration::from_secs(2), "{:?}", began.elapsed());
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
 }
 
 #[test]
@@ -191,14 +219,22 @@ fn stubborn_command_is_killed_after_grace() {
         &["--ttl", "600ms", "--grace", "200ms"],
         r#"trap '' TERM; echo $$ > "$1/pid"; while :; do sleep 0.05; done"#,
     );
-    let pid: u32 = wait_for_file(&env.path("pid"), Duration::from_secs(5)).parse().unwrap();
+    let pid: u32 = wait_for_file(&env.path("pid"), Duration::from_secs(5))
+        .parse()
+        .unwrap();
     let conn = rusqlite::Connection::open(env.db()).unwrap();
     conn.busy_timeout(Duration::from_secs(5)).unwrap();
-    conn.execute("UPDATE lockward_locks SET owner = x'00' WHERE name = 'stubborn'", [])
-        .unwrap();
+    conn.execute(
+        "UPDATE lockward_locks SET owner = x'00' WHERE name = 'stubborn'",
+        [],
+    )
+    .unwrap();
     let status = wait_exit(&mut runner, Duration::from_secs(5));
     assert_eq!(status.code(), Some(76));
-    assert!(wait_gone(pid, Duration::from_secs(1)), "CMD survived SIGKILL");
+    assert!(
+        wait_gone(pid, Duration::from_secs(1)),
+        "CMD survived SIGKILL"
+    );
 }
 
 #[test]
@@ -213,7 +249,10 @@ fn signals_are_forwarded() {
     signal(runner.id(), libc::SIGINT);
     let status = wait_exit(&mut runner, Duration::from_secs(5));
     assert_eq!(status.code(), Some(5), "lockward exits with CMD's status");
-    assert_eq!(wait_for_file(&env.path("got"), Duration::from_secs(1)), "int");
+    assert_eq!(
+        wait_for_file(&env.path("got"), Duration::from_secs(1)),
+        "int"
+    );
     // And the lock was released on the way out.
     let (code, _) = env.run("sig", &["--no-wait"], "true");
     assert_eq!(code, 0);
@@ -227,19 +266,32 @@ fn command_dies_with_lockward_even_on_sigkill() {
         &[],
         r#"echo $$ > "$1/pid"; while :; do sleep 0.05; done"#,
     );
-    let pid: u32 = wait_for_file(&env.path("pid"), Duration::from_secs(5)).parse().unwrap();
+    let pid: u32 = wait_for_file(&env.path("pid"), Duration::from_secs(5))
+        .parse()
+        .unwrap();
     assert!(alive(pid));
     runner.kill().unwrap(); // SIGKILL: lockward gets no chance to clean up
     runner.wait().unwrap();
-    assert!(wait_gone(pid, Duration::from_secs(2)), "CMD outlived lockward");
+    assert!(
+        wait_gone(pid, Duration::from_secs(2)),
+        "CMD outlived lockward"
+    );
 }
 
 #[test]
 fn status_lists_held_locks() {
     let env = Env::new();
-    let mut holder = env.spawn_run("reports/daily", &["--ttl", "20s"], r#"touch "$1/started"; sleep 3"#);
+    let mut holder = env.spawn_run(
+        "reports/daily",
+        &["--ttl", "20s"],
+        r#"touch "$1/started"; sleep 3"#,
+    );
     wait_for_file_exists(&env.path("started"));
-    let out = env.cmd().args(["status", "reports/", "--json"]).output().unwrap();
+    let out = env
+        .cmd()
+        .args(["status", "reports/", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
@@ -251,7 +303,10 @@ fn status_lists_held_locks() {
     assert!(left > 10_000 && left <= 20_000, "{left}");
     let table = env.cmd().arg("status").output().unwrap();
     let text = String::from_utf8_lossy(&table.stdout);
-    assert!(text.contains("NAME") && text.contains("reports/daily"), "{text}");
+    assert!(
+        text.contains("NAME") && text.contains("reports/daily"),
+        "{text}"
+    );
     let none = env.cmd().args(["status", "other/"]).output().unwrap();
     assert!(String::from_utf8_lossy(&none.stdout).contains("no locks held"));
     holder.kill().unwrap();

@@ -88,7 +88,10 @@ mod tests {
         assert_eq!(parse("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(parse("1h2m3s4ms").unwrap(), Duration::from_millis(3_723_004));
+        assert_eq!(
+            parse("1h2m3s4ms").unwrap(),
+            Duration::from_millis(3_723_004)
+        );
         for bad in ["", "s", "10", "10x", "-1s", "1.5s", "99999999999999999999s"] {
             assert!(parse(bad).is_err(), "{bad:?} should be rejected");
         }

@@ -4,27 +4,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use crate::backend::Backend;
 use crate::error::{Error, LostReason, Result};
 use crate::lease::{local_deadline, Lease};
 use crate::name::Name;
-
-/// What a guard knows about its lease right now.
-#[derive(Debug, Clone, Copy)]
-struct Standing {
-    deadline: Instant,
-    ttl: Duration,
-    lost: Option<LostReason>,
-}
-
-impl Standing {
-    fn lost_at(&self, now: Instant) -> Option<LostReason> {
-        self.lost
-            .or((now >= self.deadline).then_some(LostReason::Expired))
-    }
-}
+use crate::renewer::{Renewer, SharedStanding, Standing};
 
 /// A held lock. Renews itself in the background when the options asked
 /// for it, signals [`lost`](Guard::lost) as soon as it knows the lease is
@@ -47,9 +32,9 @@ impl Standing {
 pub struct Guard {
     backend: Arc<dyn Backend>,
     lease: Lease,
-    standing: Arc<watch::Sender<Standing>>,
-    renewer: Option<JoinHandle<()>>,
-    done: bool,
+    standing: SharedStanding,
+    /// Keeps the store's renewal scheduler alive while this guard needs it.
+    _renewer: Option<Arc<Renewer>>,
 }
 
 /// A cloneable handle on a guard's lost signal, usable after the guard
@@ -69,14 +54,17 @@ impl LostSignal {
     pub async fn wait(&mut self) -> LostReason {
         loop {
             let standing = *self.0.borrow_and_update();
+            if standing.ended {
+                std::future::pending::<()>().await;
+            }
             if let Some(reason) = standing.lost_at(Instant::now()) {
                 return reason;
             }
             tokio::select! {
                 changed = self.0.changed() => {
                     if changed.is_err() {
-                        // The guard is gone (released or dropped): the lock
-                        // was let go on purpose, so it will never be "lost".
+                        // The guard is gone: the lock was let go on
+                        // purpose, so it will never be "lost".
                         std::future::pending::<()>().await;
                     }
                 }
@@ -90,29 +78,24 @@ impl Guard {
     pub(crate) fn new(
         backend: Arc<dyn Backend>,
         lease: Lease,
-        renew_every: Option<Duration>,
+        renewal: Option<(Duration, Arc<Renewer>)>,
     ) -> Self {
         let (standing, _) = watch::channel(Standing {
             deadline: lease.deadline,
             ttl: lease.ttl,
             lost: None,
+            ended: false,
         });
         let standing = Arc::new(standing);
-        let renewer = renew_every.map(|every| {
-            tokio::spawn(renew(
-                backend.clone(),
-                lease.name.clone(),
-                lease.owner,
-                standing.clone(),
-                every,
-            ))
+        let renewer = renewal.map(|(every, renewer)| {
+            renewer.register(lease.name.clone(), lease.owner, every, &standing);
+            renewer
         });
         Guard {
             backend,
             lease,
             standing,
-            renewer,
-            done: false,
+            _renewer: renewer,
         }
     }
 
@@ -188,26 +171,30 @@ impl Guard {
     /// Releases the lock on the store, owner-checked and atomic. Fails with
     /// [`Error::Lost`] when the lease had already ended: work done under it
     /// may have overlapped with another holder.
-    pub async fn release(mut self) -> Result<()> {
-        self.done = true;
-        if let Some(task) = self.renewer.take() {
-            task.abort();
-        }
+    pub async fn release(self) -> Result<()> {
+        let was_lost = self.standing.borrow().lost_at(Instant::now());
+        self.end();
         let result = self
             .backend
             .release(&self.lease.name, self.lease.owner)
             .await;
         match result {
             Err(Error::NotOwner { .. }) => {
-                let reason = self
-                    .standing
-                    .borrow()
-                    .lost_at(Instant::now())
-                    .unwrap_or(LostReason::TakenOver);
-                Err(self.lost_error(reason))
+                Err(self.lost_error(was_lost.unwrap_or(LostReason::TakenOver)))
             }
             other => other,
         }
+    }
+
+    /// Marks the lease as let go on purpose: renewals stop, and lost
+    /// signals will not fire. Returns whether it had already ended.
+    fn end(&self) -> bool {
+        let mut already = false;
+        self.standing.send_modify(|s| {
+            already = s.ended;
+            s.ended = true;
+        });
+        already
     }
 
     fn lost_error(&self, reason: LostReason) -> Error {
@@ -220,10 +207,8 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Some(task) = self.renewer.take() {
-            task.abort();
-        }
-        if self.done || self.is_lost() {
+        let lost = self.is_lost();
+        if self.end() || lost {
             return;
         }
         // Best effort: without a runtime there is nobody to send it, and the
@@ -237,55 +222,6 @@ impl Drop for Guard {
                     tracing::debug!(%name, error = %e, "release on drop failed");
                 }
             });
-        }
-    }
-}
-
-/// The renewal loop: extend every `every`; on refusal, signal lost; on a
-/// transient error, retry sooner until the deadline says it is too late.
-async fn renew(
-    backend: Arc<dyn Backend>,
-    name: Name,
-    owner: crate::owner::OwnerId,
-    standing: Arc<watch::Sender<Standing>>,
-    every: Duration,
-) {
-    let mut pause = every;
-    loop {
-        tokio::time::sleep(pause).await;
-        let current = *standing.borrow();
-        if current.lost_at(Instant::now()).is_some() {
-            standing.send_modify(|s| s.lost = s.lost.or(Some(LostReason::Expired)));
-            return;
-        }
-        let started = Instant::now();
-        let attempt = tokio::time::timeout_at(
-            current.deadline.into(),
-            backend.extend(&name, owner, current.ttl),
-        )
-        .await;
-        match attempt {
-            Ok(Ok(())) => {
-                standing.send_modify(|s| s.deadline = local_deadline(started, s.ttl));
-                pause = every;
-            }
-            Ok(Err(Error::NotOwner { .. })) => {
-                standing.send_modify(|s| s.lost = Some(LostReason::TakenOver));
-                return;
-            }
-            Ok(Err(Error::Lost { reason, .. })) => {
-                standing.send_modify(|s| s.lost = Some(reason));
-                return;
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(%name, error = %e, "renewal failed; retrying before the deadline");
-                let left = current.deadline.saturating_duration_since(Instant::now());
-                pause = (left / 4).clamp(Duration::from_millis(1), every);
-            }
-            Err(_) => {
-                standing.send_modify(|s| s.lost = Some(LostReason::Expired));
-                return;
-            }
         }
     }
 }

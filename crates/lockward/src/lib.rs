@@ -32,6 +32,7 @@ mod lease;
 mod name;
 mod options;
 mod owner;
+mod renewer;
 mod store;
 pub mod url;
 pub mod wait;

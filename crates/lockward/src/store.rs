@@ -1,7 +1,7 @@
 //! A connection to one backend, and the lock operations on it.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::backend::memory::MemoryBackend;
@@ -13,6 +13,7 @@ use crate::lease::{local_deadline, Lease, LockInfo};
 use crate::name::Name;
 use crate::options::LockOptions;
 use crate::owner::OwnerId;
+use crate::renewer::Renewer;
 use crate::url::StoreUrl;
 
 /// A connection to one backend, opened from a URL. Cheap to clone; share one
@@ -38,6 +39,8 @@ use crate::url::StoreUrl;
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: Arc<dyn Backend>,
+    /// Started on the first guard that renews, on that guard's runtime.
+    renewer: Arc<OnceLock<Arc<Renewer>>>,
 }
 
 impl Store {
@@ -74,6 +77,7 @@ impl Store {
     pub fn from_backend(backend: impl Backend) -> Store {
         Store {
             backend: Arc::new(backend),
+            renewer: Arc::new(OnceLock::new()),
         }
     }
 
@@ -202,7 +206,13 @@ impl Store {
             ttl: opts.ttl,
             deadline: local_deadline(started, opts.ttl),
         };
-        Guard::new(self.backend.clone(), lease, opts.renew_interval())
+        let renewal = opts.renew_interval().map(|every| {
+            let renewer = self
+                .renewer
+                .get_or_init(|| Arc::new(Renewer::start(self.backend.clone())));
+            (every, renewer.clone())
+        });
+        Guard::new(self.backend.clone(), lease, renewal)
     }
 }
 

@@ -300,7 +300,11 @@ impl Parts {
     }
 
     fn expect_nothing_but(&self, allowed: &[&str]) -> Result<()> {
-        match self.params.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+        match self
+            .params
+            .iter()
+            .find(|(k, _)| !allowed.contains(&k.as_str()))
+        {
             None => Ok(()),
             Some((k, _)) if allowed.is_empty() => Err(url_error(format!(
                 "{}:// takes no query parameters, got {k:?}",
@@ -452,7 +456,11 @@ mod tests {
 
     #[test]
     fn password_never_in_errors() {
-        for url in ["redis://u:hunter2@h:notaport", "redis://u:hunter2", "redis://u:hunter2@"] {
+        for url in [
+            "redis://u:hunter2@h:notaport",
+            "redis://u:hunter2",
+            "redis://u:hunter2@",
+        ] {
             let err = StoreUrl::parse(url).unwrap_err();
             assert!(!err.to_string().contains("hunter2"), "{err}");
         }

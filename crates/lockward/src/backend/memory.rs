@@ -252,10 +252,7 @@ impl Backend for MemoryBackend {
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let now = Instant::now();
-        Ok(self
-            .slots()
-            .get(name)
-            .and_then(|slot| slot.info(name, now)))
+        Ok(self.slots().get(name).and_then(|slot| slot.info(name, now)))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {

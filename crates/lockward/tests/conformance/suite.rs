@@ -65,7 +65,11 @@ pub async fn mutual_exclusion(f: &impl Fixture) {
             let opts = LockOptions::new().ttl(Duration::from_secs(10));
             for _ in 0..ROUNDS {
                 let guard = store.acquire(&name, &opts).await.expect("acquire");
-                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                assert_eq!(
+                    inside.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders at once"
+                );
                 let seen = counter.load(Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 counter.store(seen + 1, Ordering::SeqCst);
@@ -77,7 +81,11 @@ pub async fn mutual_exclusion(f: &impl Fixture) {
     for t in tasks {
         t.await.expect("task");
     }
-    assert_eq!(counter.load(Ordering::SeqCst), TASKS * ROUNDS, "lost updates");
+    assert_eq!(
+        counter.load(Ordering::SeqCst),
+        TASKS * ROUNDS,
+        "lost updates"
+    );
 }
 
 /// 1,000 acquisitions, some ending by expiry and some after reopening the
@@ -115,7 +123,10 @@ pub async fn non_owner_refused(f: &impl Fixture) {
         owner: OwnerId::random(),
         ..guard.lease()
     };
-    assert!(matches!(store.release(&forged).await, Err(Error::NotOwner { .. })));
+    assert!(matches!(
+        store.release(&forged).await,
+        Err(Error::NotOwner { .. })
+    ));
     assert!(matches!(
         store.extend(&forged, Duration::from_secs(5)).await,
         Err(Error::NotOwner { .. })
@@ -266,7 +277,11 @@ pub async fn lost_fires(f: &impl Fixture) {
         .expect("lost() never fired");
     assert_eq!(reason, LostReason::Expired);
     // It fires at the conservative local deadline, before the store's expiry.
-    assert!(taken.elapsed() < Duration::from_millis(200), "{:?}", taken.elapsed());
+    assert!(
+        taken.elapsed() < Duration::from_millis(200),
+        "{:?}",
+        taken.elapsed()
+    );
     let thief = f
         .store()
         .await
@@ -386,14 +401,22 @@ pub async fn drop_releases(f: &impl Fixture) {
 pub async fn bad_input(f: &impl Fixture) {
     let store = f.store().await;
     let ok = LockOptions::new();
-    for name in [String::new(), "x".repeat(257), "a\0b".into(), "line\nbreak".into()] {
+    for name in [
+        String::new(),
+        "x".repeat(257),
+        "a\0b".into(),
+        "line\nbreak".into(),
+    ] {
         match store.try_acquire(&name, &ok).await {
             Err(Error::InvalidArgument { what: "name", .. }) => {}
             other => panic!("name {name:?}: {other:?}"),
         }
     }
     for ttl in [Duration::ZERO, Duration::from_secs(365 * 24 * 3600)] {
-        match store.try_acquire("fine", &LockOptions::new().ttl(ttl)).await {
+        match store
+            .try_acquire("fine", &LockOptions::new().ttl(ttl))
+            .await
+        {
             Err(Error::InvalidArgument { what: "ttl", .. }) => {}
             other => panic!("ttl {ttl:?}: {other:?}"),
         }
@@ -403,9 +426,17 @@ pub async fn bad_input(f: &impl Fixture) {
         .renewal(Renewal::Every(Duration::from_secs(2)));
     assert!(matches!(
         store.try_acquire("fine", &renew_too_slow).await,
-        Err(Error::InvalidArgument { what: "renewal", .. })
+        Err(Error::InvalidArgument {
+            what: "renewal",
+            ..
+        })
     ));
-    for url in ["no-scheme", "gopher://x", "sqlite//missing-colon", "redis://h:0"] {
+    for url in [
+        "no-scheme",
+        "gopher://x",
+        "sqlite//missing-colon",
+        "redis://h:0",
+    ] {
         match Store::open(url).await {
             Err(Error::InvalidArgument { what: "url", .. }) => {}
             other => panic!("url {url:?}: {other:?}"),
@@ -413,5 +444,11 @@ pub async fn bad_input(f: &impl Fixture) {
     }
     // The store is still usable after all of that.
     let name = unique("after-bad-input");
-    store.try_acquire(&name, &ok).await.unwrap().release().await.unwrap();
+    store
+        .try_acquire(&name, &ok)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 }

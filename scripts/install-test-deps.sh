@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what lockward's tests need, from Debian's packages.
+# Idempotent: does nothing when everything is already there.
+#   redis-server, redis-tools  the Redis backend's tests and benchmarks
+set -euo pipefail
+
+packages=(redis-server redis-tools)
+commands=(redis-server redis-cli redis-benchmark)
+
+missing=()
+for c in "${commands[@]}"; do
+  command -v "$c" >/dev/null 2>&1 || missing+=("$c")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-test-deps: everything is installed"
+  exit 0
+fi
+
+echo "install-test-deps: missing ${missing[*]}; installing ${packages[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-test-deps: run as root or install sudo" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
+# The packages start system services we do not use: tests start their own
+# servers on free loopback ports.
+for service in redis-server; do
+  $sudo service "$service" stop >/dev/null 2>&1 || true
+done

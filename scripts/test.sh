@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs the test dependencies, then runs every test, formatting and lint
+# check of the workspace. This is the README's test command and what CI runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-test-deps.sh
+
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+cargo test --workspace --all-features
