@@ -57,6 +57,10 @@ impl Store {
             StoreUrl::Sqlite { path } => Ok(Store::from_backend(
                 crate::backend::sqlite::SqliteBackend::open(path).await?,
             )),
+            #[cfg(feature = "redis")]
+            StoreUrl::Redis(redis) => Ok(Store::from_backend(
+                crate::backend::redis::RedisBackend::connect(redis).await?,
+            )),
             #[allow(unreachable_patterns)]
             other => Err(Error::Unsupported {
                 scheme: other.scheme().to_string(),

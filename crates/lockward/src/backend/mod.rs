@@ -15,6 +15,8 @@ use crate::name::Name;
 use crate::owner::OwnerId;
 
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

@@ -7,3 +7,5 @@ mod suite;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "redis")]
+mod redis;

@@ -1,0 +1,32 @@
+//! Real servers for tests, benchmarks and chaos runs: each starts as a
+//! process on a free loopback port in a temporary folder, is waited for
+//! until it answers, can be stopped, killed, paused and restarted, and is
+//! killed when dropped. When the test thread is panicking, its log is
+//! printed so the failure explains itself.
+//!
+//! A missing server binary is an error that names the install script.
+
+mod port;
+mod process;
+pub mod redis;
+
+pub use port::free_port;
+pub use process::ServerProcess;
+pub use redis::{RedisOptions, RedisServer};
+
+/// The script that installs every server binary the tests use.
+pub const INSTALL_SCRIPT: &str = "scripts/install-test-deps.sh";
+
+/// Finds `binary` on the PATH, or fails with a message naming the install
+/// script.
+pub fn require_binary(binary: &str) -> std::path::PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(binary))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`{binary}` is not installed; run {INSTALL_SCRIPT} (it installs every test server from Debian's packages)"
+            )
+        })
+}

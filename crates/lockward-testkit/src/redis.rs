@@ -1,0 +1,192 @@
+//! `redis-server` on a free loopback port.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::{free_port, require_binary, ServerProcess};
+
+/// How a Redis server is started.
+#[derive(Debug, Clone, Default)]
+pub struct RedisOptions {
+    /// `--appendonly yes --appendfsync always`: locks and fence counters
+    /// survive a kill -9. Off by default (`--save '' --appendonly no`).
+    pub persistent: bool,
+    /// `--requirepass`: the default user needs this password.
+    pub password: Option<String>,
+}
+
+/// A running `redis-server`, killed when dropped.
+pub struct RedisServer {
+    options: RedisOptions,
+    dir: tempfile::TempDir,
+    port: u16,
+    process: Option<ServerProcess>,
+}
+
+impl RedisServer {
+    /// Starts a server without persistence.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(RedisOptions::default())
+    }
+
+    /// Starts a server with `options`.
+    pub fn start_with(options: RedisOptions) -> RedisServer {
+        require_binary("redis-server");
+        let dir = tempfile::tempdir().expect("temp dir for redis");
+        let mut server = RedisServer {
+            options,
+            dir,
+            port: 0,
+            process: None,
+        };
+        for _ in 0..5 {
+            server.port = free_port();
+            if server.launch() {
+                return server;
+            }
+        }
+        panic!("redis-server did not start; log:\n{}", server.log());
+    }
+
+    fn launch(&mut self) -> bool {
+        let mut cmd = Command::new("redis-server");
+        cmd.current_dir(self.dir.path())
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--protected-mode", "no"])
+            .args(["--dir", &self.dir.path().display().to_string()])
+            .args(["--save", ""]);
+        if self.options.persistent {
+            cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            cmd.args(["--appendonly", "no"]);
+        }
+        if let Some(p) = &self.options.password {
+            cmd.args(["--requirepass", p]);
+        }
+        let log = self.log_path();
+        let process = ServerProcess::spawn("redis-server", cmd, &log).expect("spawn redis-server");
+        self.process = Some(process);
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if self.process.as_mut().is_some_and(|p| p.exited()) {
+                self.process = None;
+                return false;
+            }
+            if self.answers_ping() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("redis.log")
+    }
+
+    /// Whether the server answers PING (with its password, if any).
+    pub fn answers_ping(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut request = String::new();
+        if let Some(p) = &self.options.password {
+            request.push_str(&format!("AUTH {p}\r\n"));
+        }
+        request.push_str("PING\r\n");
+        if s.write_all(request.as_bytes()).is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 256];
+        let mut seen = String::new();
+        while !seen.contains("PONG") {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+            }
+            if seen.contains("-ERR") || seen.contains("-LOADING") {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The port it listens on (kept across restarts).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `redis://…` for lockward, with the password if one is set.
+    pub fn url(&self) -> String {
+        match &self.options.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(ServerProcess::pid)
+    }
+
+    /// kill -9: no chance to save anything it did not write already.
+    pub fn kill9(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            p.kill();
+        }
+    }
+
+    /// A clean shutdown (SIGTERM).
+    pub fn stop(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            p.stop(Duration::from_secs(5));
+        }
+    }
+
+    /// Starts it again on the same port and folder (so persistent data
+    /// comes back).
+    pub fn restart(&mut self) {
+        self.kill9();
+        assert!(self.launch(), "redis-server did not restart; log:\n{}", self.log());
+    }
+
+    /// SIGSTOP: it stops answering but keeps its connections.
+    pub fn pause(&self) {
+        if let Some(p) = &self.process {
+            p.signal(libc::SIGSTOP);
+        }
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    pub fn resume(&self) {
+        if let Some(p) = &self.process {
+            p.signal(libc::SIGCONT);
+        }
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// Runs `redis-cli` against it with `args`, returning stdout.
+    pub fn cli(&self, args: &[&str]) -> String {
+        require_binary("redis-cli");
+        let mut cmd = Command::new("redis-cli");
+        cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(p) = &self.options.password {
+            cmd.args(["--no-auth-warning", "-a", p]);
+        }
+        let out = cmd.args(args).output().expect("run redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}

@@ -1,0 +1,119 @@
+//! Where a name lives in Redis.
+//!
+//! For a name `N` and the URL's prefix `P` (default `lockward:`):
+//!
+//! | key | holds | expires |
+//! | --- | --- | --- |
+//! | `P` + esc(N) | the holder's owner id (32 hex digits) | with the lease (`PX`) |
+//! | `P` + esc(N) + `:fence` | the last fencing token issued for N | never |
+//! | `P` + esc(N) + `:released` | pub/sub channel, published on release | — |
+//!
+//! esc() percent-encodes `%`, `:`, `{`, `}`, `*`, `?`, `[`, `]` and `\`, so an
+//! escaped name never contains `:`: no name's lock key can equal another
+//! name's fence key or channel, users cannot inject cluster hash tags, and
+//! `SCAN` patterns built from a prefix match literally. Names without those
+//! characters are stored as they are, so a client that writes `SET P+N
+//! token NX PX ttl` (redis-py's `Lock`, redsync) and lockward exclude each
+//! other on the same key.
+
+use crate::name::Name;
+
+/// Characters that would break the key layout or a SCAN pattern.
+const RESERVED: &[char] = &['%', ':', '{', '}', '*', '?', '[', ']', '\\'];
+
+/// The keys of one name.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// Holds the owner id while the lock is held.
+    pub lock: String,
+    /// The last fencing token issued; never expires.
+    pub fence: String,
+    /// Published on release.
+    pub channel: String,
+}
+
+/// Escapes a name (or a name prefix) for use in a key.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if RESERVED.contains(&c) {
+            out.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reverses [`escape`]; `None` when `key` is not an escaped name (for
+/// example a fence key found by SCAN).
+pub fn unescape(text: &str) -> Option<String> {
+    let mut out = Vec::with_capacity(text.len());
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b':' => return None,
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Builds every key of `name` under `prefix`.
+pub fn keys(prefix: &str, name: &Name) -> Keys {
+    let lock = format!("{prefix}{}", escape(name.as_str()));
+    Keys {
+        fence: format!("{lock}:fence"),
+        channel: format!("{lock}:released"),
+        lock,
+    }
+}
+
+/// A SCAN pattern matching the lock keys of names starting with `prefix`
+/// (and their fence keys and channels, which [`unescape`] then rejects).
+pub fn scan_pattern(key_prefix: &str, name_prefix: &str) -> String {
+    let mut pattern = String::new();
+    for c in key_prefix.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push_str(&escape(name_prefix));
+    pattern.push('*');
+    pattern
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_cannot_collide() {
+        let plain = keys("lockward:", &Name::new("orders").unwrap());
+        assert_eq!(plain.lock, "lockward:orders");
+        assert_eq!(plain.fence, "lockward:orders:fence");
+        let tricky = keys("lockward:", &Name::new("orders:fence").unwrap());
+        assert_eq!(tricky.lock, "lockward:orders%3Afence");
+        assert_ne!(tricky.lock, plain.fence);
+        assert_eq!(keys("p:", &Name::new("{tag}*").unwrap()).lock, "p:%7Btag%7D%2A");
+    }
+
+    #[test]
+    fn unescape_round_trips_and_rejects_other_keys() {
+        for name in ["a", "x:y", "100%", "{h}", "é/ü [1]"] {
+            assert_eq!(unescape(&escape(name)).as_deref(), Some(name));
+        }
+        assert_eq!(unescape("orders:fence"), None);
+        assert_eq!(scan_pattern("p*:", "a:"), "p\\*:a%3A*");
+    }
+}

@@ -1,0 +1,352 @@
+//! `redis://` and `rediss://`: fenced locks on one Redis server.
+//!
+//! - **Acquire**: one script sets the lock key `NX PX ttl` to the owner id
+//!   and mints the fence as `max(counter + 1, server TIME in µs)` into a
+//!   counter that never expires (see [`scripts::ACQUIRE`]).
+//! - **Release**: compare-and-delete, then `PUBLISH` on the name's channel.
+//!   **Extend**: compare-and-`PEXPIRE`.
+//! - **Waiting**: subscribe to the name's channel first, then re-check; wake
+//!   on the publish, and also when the holder's PTTL runs out (an expiry
+//!   publishes nothing).
+//! - **Connections**: one multiplexed connection for commands and one RESP3
+//!   connection for subscriptions, both managed: they reconnect after a
+//!   server restart, and subscriptions are restored.
+//!
+//! Expiry is timed by Redis's clock (`PX`), so client clock skew does not
+//! matter. Key names are documented in [`keys`].
+
+mod channels;
+pub mod keys;
+pub mod scripts;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, Value};
+
+use crate::backend::{Attempt, Backend, Capabilities, Request, Subscription};
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+use crate::url::RedisUrl;
+
+use channels::Channels;
+use scripts::Scripts;
+
+/// How long one connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a command may wait for its reply (a paused server, a cut link).
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The Redis backend.
+pub struct RedisBackend {
+    address: String,
+    prefix: String,
+    conn: ConnectionManager,
+    channels: Arc<Channels>,
+    scripts: Scripts,
+}
+
+impl RedisBackend {
+    /// Connects to the server of `url`; fails with [`Error::Unavailable`]
+    /// when it cannot be reached or refuses the credentials.
+    pub async fn connect(url: &RedisUrl) -> Result<Self> {
+        let address = crate::url::StoreUrl::Redis(url.clone()).to_string();
+        let client = client(url, ProtocolVersion::RESP2, &address)?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(2)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_secs(1));
+        let conn = ConnectionManager::new_with_config(client, config.clone())
+            .await
+            .map_err(|e| connect_error(&address, e))?;
+        let pubsub_client = self::client(url, ProtocolVersion::RESP3, &address)?;
+        Ok(RedisBackend {
+            channels: Channels::new(pubsub_client, config),
+            address,
+            prefix: url.prefix.clone(),
+            conn,
+            scripts: Scripts::new(),
+        })
+    }
+
+    fn unavailable(&self, e: redis::RedisError) -> Error {
+        redis_error(&self.address, e)
+    }
+
+    fn protocol(&self, message: impl Into<String>) -> Error {
+        Error::Protocol {
+            address: self.address.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+fn client(url: &RedisUrl, protocol: ProtocolVersion, address: &str) -> Result<redis::Client> {
+    let host = url.endpoint.host.clone();
+    let port = url.endpoint.port;
+    let addr = if url.tls {
+        return Err(Error::Unsupported {
+            scheme: "rediss".into(),
+            why: "TLS to Redis is not built into this version of lockward; \
+                  use redis:// through a TLS tunnel for now"
+                .into(),
+        });
+    } else {
+        ConnectionAddr::Tcp(host, port)
+    };
+    let mut settings = RedisConnectionInfo::default()
+        .set_db(i64::from(url.db))
+        .set_protocol(protocol);
+    if let Some(user) = &url.user {
+        settings = settings.set_username(user);
+    }
+    if let Some(password) = &url.password {
+        settings = settings.set_password(password.expose());
+    }
+    let info = addr
+        .into_connection_info()
+        .map_err(|e| redis_error(address, e))?
+        .set_redis_settings(settings);
+    redis::Client::open(info).map_err(|e| redis_error(address, e))
+}
+
+/// A redis-rs error as lockward's. Its text never holds the password: the
+/// address is lockward's redacted one, and redis-rs does not echo AUTH.
+fn redis_error(address: &str, e: redis::RedisError) -> Error {
+    let message = match e.kind() {
+        redis::ErrorKind::AuthenticationFailed => {
+            "authentication failed: check the user and password in the URL".to_string()
+        }
+        _ => e.to_string(),
+    };
+    Error::Unavailable {
+        address: address.to_string(),
+        message,
+    }
+}
+
+fn connect_error(address: &str, e: redis::RedisError) -> Error {
+    let text = e.to_string();
+    let message = if e.kind() == redis::ErrorKind::AuthenticationFailed
+        || text.contains("WRONGPASS")
+        || text.contains("NOAUTH")
+        || text.contains("invalid password")
+    {
+        "authentication failed: check the user and password in the URL".to_string()
+    } else {
+        format!("cannot connect (is redis-server running there?): {text}")
+    };
+    Error::Unavailable {
+        address: address.to_string(),
+        message,
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl Backend for RedisBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: false,
+            pushed_wakeups: true,
+            server_detects_loss: false,
+            server_clock: true,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let keys = keys::keys(&self.prefix, req.name);
+        let reply: Vec<Value> = self
+            .scripts
+            .acquire
+            .key(&keys.lock)
+            .key(&keys.fence)
+            .arg(req.owner.to_string())
+            .arg(millis(req.ttl))
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let code = reply.first().and_then(int);
+        let detail = reply.get(1);
+        match code {
+            Some(1) => {
+                let fence = detail
+                    .and_then(int)
+                    .and_then(|f| u64::try_from(f).ok())
+                    .filter(|f| *f > 0)
+                    .ok_or_else(|| self.protocol(format!("bad fence in {reply:?}")))?;
+                Ok(Attempt::Granted { fence })
+            }
+            Some(0) => Ok(Attempt::Held {
+                expires_in: detail
+                    .and_then(int)
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .map(Duration::from_millis),
+            }),
+            Some(-1) => Err(self.protocol(format!(
+                "key {} holds a {} that lockward did not write; it was left untouched",
+                keys.lock,
+                detail.and_then(text).unwrap_or_default()
+            ))),
+            Some(-2) => Err(self.protocol(format!(
+                "key {} holds a value without expiry that lockward did not write; it was left untouched",
+                keys.lock
+            ))),
+            Some(-3) => Err(self.protocol(format!(
+                "fence counter {} is not a number; it was left untouched",
+                keys.fence
+            ))),
+            _ => Err(self.protocol(format!("unexpected acquire reply {reply:?}"))),
+        }
+    }
+
+    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        let keys = keys::keys(&self.prefix, name);
+        let wakeup = self
+            .channels
+            .subscribe(&keys.channel)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        Ok(Subscription::pushed(wakeup))
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        let keys = keys::keys(&self.prefix, name);
+        let done: i64 = self
+            .scripts
+            .extend
+            .key(&keys.lock)
+            .arg(owner.to_string())
+            .arg(millis(ttl))
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        owner_checked(name, done)
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let keys = keys::keys(&self.prefix, name);
+        let done: i64 = self
+            .scripts
+            .release
+            .key(&keys.lock)
+            .key(&keys.channel)
+            .arg(owner.to_string())
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        owner_checked(name, done)
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let keys = keys::keys(&self.prefix, name);
+        let reply: Vec<Value> = self
+            .scripts
+            .inspect
+            .key(&keys.lock)
+            .key(&keys.fence)
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let owner = reply.first().and_then(text);
+        let pttl = reply.get(1).and_then(int).unwrap_or(-2);
+        let Some(owner) = owner.filter(|_| pttl != -2) else {
+            return Ok(None);
+        };
+        // The counter is the holder's fence only when lockward wrote the key.
+        let fence = reply
+            .get(2)
+            .and_then(int)
+            .and_then(|f| u64::try_from(f).ok())
+            .filter(|_| OwnerId::from_hex(&owner).is_some());
+        Ok(Some(LockInfo {
+            name: name.to_string(),
+            owner,
+            holder: None,
+            fence,
+            expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
+            waiters: None,
+        }))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let pattern = keys::scan_pattern(&self.prefix, prefix);
+        let mut conn = self.conn.clone();
+        let mut cursor: u64 = 0;
+        let mut names = Vec::new();
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.unavailable(e))?;
+            names.extend(
+                batch
+                    .iter()
+                    .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
+                    .filter_map(keys::unescape)
+                    .filter_map(|n| Name::new(n).ok()),
+            );
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        names.sort();
+        names.dedup();
+        let mut held = Vec::new();
+        for name in names {
+            if let Some(info) = self.inspect(&name).await? {
+                held.push(info);
+            }
+        }
+        Ok(held)
+    }
+}
+
+fn owner_checked(name: &Name, done: i64) -> Result<()> {
+    if done == 1 {
+        Ok(())
+    } else {
+        Err(Error::NotOwner {
+            name: name.to_string(),
+        })
+    }
+}
