@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::{Attempt, Backend, Grant, Request};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// First polling interval when the store cannot push notifications.
 const POLL_MIN: Duration = Duration::from_millis(1);
@@ -13,6 +13,9 @@ const POLL_MAX: Duration = Duration::from_millis(50);
 /// With pushed wake-ups, re-check at least this often anyway, in case a
 /// notification was lost with a connection.
 const PUSHED_SAFETY_NET: Duration = Duration::from_secs(2);
+/// Retry interval while the store is unreachable during a wait.
+const OUTAGE_MIN: Duration = Duration::from_millis(20);
+const OUTAGE_MAX: Duration = Duration::from_secs(1);
 /// Re-check slightly after the holder's expiry, not exactly at it.
 const EXPIRY_MARGIN: Duration = Duration::from_millis(1);
 
@@ -47,12 +50,26 @@ pub async fn acquire_by_rechecking<B: Backend + ?Sized>(
 ) -> Result<Option<Grant>> {
     let mut subscription = backend.subscribe(req.name).await?;
     let mut backoff = Backoff::new(POLL_MIN, POLL_MAX);
+    let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
+    let mut first = true;
     loop {
         let started = Instant::now();
-        let expires_in = match backend.try_acquire(req).await? {
-            Attempt::Granted { fence } => return Ok(Some(Grant { fence, started })),
-            Attempt::Held { expires_in } => expires_in,
+        let expires_in = match backend.try_acquire(req).await {
+            Ok(Attempt::Granted { fence }) => return Ok(Some(Grant { fence, started })),
+            Ok(Attempt::Held { expires_in }) => {
+                outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
+                expires_in
+            }
+            // A store that is down when we start is reported at once; one
+            // that drops while we wait (a restart, a failover) is waited
+            // out, up to the caller's deadline.
+            Err(e @ Error::Unavailable { .. }) if !first => {
+                tracing::warn!(name = %req.name, error = %e, "store unavailable while waiting; retrying");
+                Some(outage.next_delay())
+            }
+            Err(e) => return Err(e),
         };
+        first = false;
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             return Ok(None);

@@ -75,6 +75,27 @@ impl RedisBackend {
         })
     }
 
+    /// Runs a script, once more if the connection dropped under it (the
+    /// connection manager reconnects after the failure it reports). Every
+    /// script is safe to repeat; `retried` tells the caller it was.
+    async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        call: &redis::ScriptInvocation<'_>,
+    ) -> Result<(T, bool)> {
+        let mut conn = self.conn.clone();
+        match call.invoke_async(&mut conn).await {
+            Ok(v) => Ok((v, false)),
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                tracing::debug!(address = %self.address, error = %e, "connection dropped; retrying once");
+                call.invoke_async(&mut conn)
+                    .await
+                    .map(|v| (v, true))
+                    .map_err(|e| self.unavailable(e))
+            }
+            Err(e) => Err(self.unavailable(e)),
+        }
+    }
+
     fn unavailable(&self, e: redis::RedisError) -> Error {
         redis_error(&self.address, e)
     }
@@ -189,16 +210,16 @@ impl Backend for RedisBackend {
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
         let keys = keys::keys(&self.prefix, req.name);
-        let reply: Vec<Value> = self
-            .scripts
-            .acquire
-            .key(&keys.lock)
-            .key(&keys.fence)
-            .arg(req.owner.to_string())
-            .arg(millis(req.ttl))
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.unavailable(e))?;
+        let (reply, _): (Vec<Value>, _) = self
+            .invoke(
+                self.scripts
+                    .acquire
+                    .key(&keys.lock)
+                    .key(&keys.fence)
+                    .arg(req.owner.to_string())
+                    .arg(millis(req.ttl)),
+            )
+            .await?;
         let code = reply.first().and_then(int);
         let detail = reply.get(1);
         match code {
@@ -245,42 +266,42 @@ impl Backend for RedisBackend {
 
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
         let keys = keys::keys(&self.prefix, name);
-        let done: i64 = self
-            .scripts
-            .extend
-            .key(&keys.lock)
-            .arg(owner.to_string())
-            .arg(millis(ttl))
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.unavailable(e))?;
+        let (done, _): (i64, _) = self
+            .invoke(
+                self.scripts
+                    .extend
+                    .key(&keys.lock)
+                    .arg(owner.to_string())
+                    .arg(millis(ttl)),
+            )
+            .await?;
         owner_checked(name, done)
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
         let keys = keys::keys(&self.prefix, name);
-        let done: i64 = self
-            .scripts
-            .release
-            .key(&keys.lock)
-            .key(&keys.channel)
-            .arg(owner.to_string())
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.unavailable(e))?;
+        let (done, retried): (i64, _) = self
+            .invoke(
+                self.scripts
+                    .release
+                    .key(&keys.lock)
+                    .key(&keys.channel)
+                    .arg(owner.to_string()),
+            )
+            .await?;
+        // After a dropped connection the first attempt may have released it
+        // already; either way the lock is no longer ours, which is the point.
+        if retried && done == 0 {
+            return Ok(());
+        }
         owner_checked(name, done)
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let keys = keys::keys(&self.prefix, name);
-        let reply: Vec<Value> = self
-            .scripts
-            .inspect
-            .key(&keys.lock)
-            .key(&keys.fence)
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.unavailable(e))?;
+        let (reply, _): (Vec<Value>, _) = self
+            .invoke(self.scripts.inspect.key(&keys.lock).key(&keys.fence))
+            .await?;
         let owner = reply.first().and_then(text);
         let pttl = reply.get(1).and_then(int).unwrap_or(-2);
         let Some(owner) = owner.filter(|_| pttl != -2) else {

@@ -4,7 +4,8 @@
 
 use redis::Script;
 
-/// KEYS: lock, fence. ARGV: owner, ttl ms.
+/// KEYS: lock, fence. ARGV: owner, ttl ms. Idempotent for one owner, so
+/// it is safe to retry when a connection drops before the reply arrives.
 /// Returns `{1, fence}` when granted; `{0, pttl}` when held; `{-1, type}`
 /// when the lock key is not a string; `{-2, 0}` when it is a string without
 /// expiry (not written by a lock client); `{-3, 0}` when the fence counter
@@ -20,6 +21,8 @@ local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'none' and kind ~= 'string' then return {-1, kind} end
 local counter = redis.call('GET', KEYS[2])
 if counter and not tonumber(counter) then return {-3, 0} end
+-- A retry after a lost reply: the lock is already ours.
+if redis.call('GET', KEYS[1]) == ARGV[1] then return {1, counter} end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local t = redis.call('TIME')
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])

@@ -1,0 +1,160 @@
+//! Redis-specific behaviour: restarts, persistence, credentials, foreign
+//! keys, interoperability with plain `SET NX PX` clients, namespacing.
+
+use std::time::{Duration, Instant};
+
+use lockward::{Error, LockOptions, Renewal, Store};
+use lockward_testkit::{RedisOptions, RedisServer};
+
+fn opts(ttl_ms: u64) -> LockOptions {
+    LockOptions::new()
+        .ttl(Duration::from_millis(ttl_ms))
+        .renewal(Renewal::Off)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiter_recovers_from_a_restart_and_fences_keep_increasing() {
+    let mut server = RedisServer::start_with(RedisOptions {
+        persistent: true,
+        ..Default::default()
+    });
+    let store = Store::open(&server.url()).await.unwrap();
+    let holder = store.try_acquire("restart", &opts(1_500)).await.unwrap();
+    let waiter_store = Store::open(&server.url()).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        waiter_store
+            .acquire("restart", &opts(5_000).wait(Duration::from_secs(20)))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.kill9();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.restart();
+    // The persisted lock expires on the restarted server; the waiter, which
+    // saw errors meanwhile, must still get it.
+    let began = Instant::now();
+    let next = tokio::time::timeout(Duration::from_secs(15), waiter)
+        .await
+        .expect("waiter hung")
+        .unwrap()
+        .expect("waiter failed instead of recovering");
+    assert!(next.fence() > holder.fence(), "{} <= {}", next.fence(), holder.fence());
+    eprintln!("waiter acquired {:?} after the restart", began.elapsed());
+    let next_fence = next.fence();
+    next.release().await.unwrap();
+    // The store handle opened before the restart works again too.
+    let again = store.try_acquire("restart", &opts(1_000)).await.unwrap();
+    assert!(again.fence() > next_fence);
+}
+
+#[tokio::test]
+async fn restart_without_persistence_still_increases_fences() {
+    let mut server = RedisServer::start();
+    let store = Store::open(&server.url()).await.unwrap();
+    let mut last = 0;
+    for _ in 0..20 {
+        let g = store.try_acquire("volatile", &opts(1_000)).await.unwrap();
+        assert!(g.fence() > last);
+        last = g.fence();
+        g.release().await.unwrap();
+    }
+    server.kill9();
+    server.restart();
+    assert_eq!(server.cli(&["EXISTS", "lockward:volatile:fence"]), "0", "counter survived?");
+    let store = Store::open(&server.url()).await.unwrap();
+    let after = store.try_acquire("volatile", &opts(1_000)).await.unwrap();
+    assert!(after.fence() > last, "fence went back: {} after {last}", after.fence());
+}
+
+#[tokio::test]
+async fn server_down_is_unavailable_quickly() {
+    let port = lockward_testkit::free_port();
+    let began = Instant::now();
+    let err = Store::open(&format!("redis://127.0.0.1:{port}")).await.unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(err.to_string().contains(&port.to_string()), "{err}");
+    assert!(began.elapsed() < Duration::from_secs(5), "{:?}", began.elapsed());
+}
+
+#[tokio::test]
+async fn wrong_password_is_clear_and_not_printed() {
+    let server = RedisServer::start_with(RedisOptions {
+        password: Some("right-secret".into()),
+        ..Default::default()
+    });
+    let url = format!("redis://:wrong-secret@{}", server.addr());
+    let err = Store::open(&url).await.unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(shown.contains("authentication"), "{shown}");
+    assert!(!shown.contains("wrong-secret"), "password leaked: {shown}");
+    // And the right one works.
+    let store = Store::open(&server.url()).await.unwrap();
+    store.try_acquire("auth", &opts(1_000)).await.unwrap();
+}
+
+#[tokio::test]
+async fn foreign_values_are_reported_and_left_alone() {
+    let server = RedisServer::start();
+    let store = Store::open(&server.url()).await.unwrap();
+    server.cli(&["SET", "lockward:forever", "not-a-lock"]);
+    server.cli(&["HSET", "lockward:hashy", "f", "v"]);
+    server.cli(&["SET", "lockward:bad-counter:fence", "banana"]);
+    for (name, needle) in [("forever", "without expiry"), ("hashy", "hash"), ("bad-counter", "not a number")] {
+        match store.try_acquire(name, &opts(1_000)).await {
+            Err(Error::Protocol { message, .. }) => assert!(message.contains(needle), "{message}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    assert_eq!(server.cli(&["GET", "lockward:forever"]), "not-a-lock");
+    assert_eq!(server.cli(&["HGET", "lockward:hashy", "f"]), "v");
+    assert_eq!(server.cli(&["GET", "lockward:bad-counter:fence"]), "banana");
+}
+
+#[tokio::test]
+async fn plain_set_nx_clients_and_lockward_exclude_each_other() {
+    let server = RedisServer::start();
+    let store = Store::open(&server.url()).await.unwrap();
+    // A redis-py style holder: SET key token NX PX.
+    assert_eq!(server.cli(&["SET", "lockward:shared", "py-token", "NX", "PX", "400"]), "OK");
+    assert!(matches!(
+        store.try_acquire("shared", &opts(1_000)).await,
+        Err(Error::Busy { .. })
+    ));
+    let info = store.inspect("shared").await.unwrap().expect("foreign holder visible");
+    assert_eq!(info.owner, "py-token");
+    assert_eq!(info.fence, None);
+    // It expires; lockward waits for that (no publish) and gets it.
+    let began = Instant::now();
+    let g = store
+        .acquire("shared", &opts(1_000).wait(Duration::from_secs(2)))
+        .await
+        .unwrap();
+    assert!(began.elapsed() < Duration::from_millis(700), "{:?}", began.elapsed());
+    // And now the plain client is refused.
+    assert_eq!(server.cli(&["SET", "lockward:shared", "py-token", "NX", "PX", "400"]), "");
+    assert_eq!(server.cli(&["GET", "lockward:shared"]), g.lease().owner.to_string());
+}
+
+#[tokio::test]
+async fn prefixes_and_databases_are_separate_namespaces() {
+    let server = RedisServer::start();
+    let a = Store::open(&format!("{}?prefix=app-a:", server.url())).await.unwrap();
+    let b = Store::open(&format!("{}?prefix=app-b:", server.url())).await.unwrap();
+    let db3 = Store::open(&format!("{}/3", server.url())).await.unwrap();
+    let ga = a.try_acquire("job", &opts(5_000)).await.unwrap();
+    let gb = b.try_acquire("job", &opts(5_000)).await.unwrap();
+    let g3 = db3.try_acquire("job", &opts(5_000)).await.unwrap();
+    assert_eq!(server.cli(&["EXISTS", "app-a:job"]), "1");
+    assert_eq!(server.cli(&["-n", "3", "EXISTS", "lockward:job"]), "1");
+    assert_eq!(a.list("").await.unwrap().len(), 1);
+    // A name that looks like another name's fence key stays its own lock.
+    let tricky = a.try_acquire("job:fence", &opts(5_000)).await.unwrap();
+    assert!(tricky.fence() > 0);
+    assert_eq!(server.cli(&["GET", "app-a:job:fence"]), ga.fence().to_string());
+    let names: Vec<_> = a.list("").await.unwrap().into_iter().map(|i| i.name).collect();
+    assert_eq!(names, vec!["job", "job:fence"]);
+    for g in [ga, gb, g3, tricky] {
+        g.release().await.unwrap();
+    }
+}
