@@ -99,3 +99,10 @@ fn unprotected_workload_loses_updates() {
         "no update lost without the lock ({total})"
     );
 }
+
+#[cfg(feature = "redis")]
+#[test]
+fn redis_cross_process() {
+    let server = lockward_testkit::RedisServer::start();
+    run_cross_process(&server.url());
+}

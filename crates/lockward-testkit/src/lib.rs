@@ -30,3 +30,15 @@ pub fn require_binary(binary: &str) -> std::path::PathBuf {
             )
         })
 }
+
+/// CPU time (user + system) process `pid` has used so far, from
+/// `/proc/PID/stat`; `None` when it cannot be read.
+pub fn cpu_time(pid: u32) -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // After the command name: state is field 3; utime and stime are 14, 15.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Some(std::time::Duration::from_millis(ticks * 1000 / hz))
+}

@@ -1,9 +1,49 @@
 //! A server process we started: signals, log, cleanup.
+//!
+//! Servers are forked from one thread that lives as long as the test
+//! process, with the parent-death signal set, so they die with the test
+//! process however it ends, even when a server sits in a `static` that is
+//! never dropped. (The signal follows the forking *thread*, and test
+//! threads end after each test, hence the dedicated thread.)
 
 use std::fs::File;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Forks `cmd` from the long-lived spawner thread.
+fn spawn_from_spawner(cmd: Command) -> std::io::Result<Child> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("testkit-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+                // Never return: the servers' parent-death signal is tied
+                // to this thread.
+                loop {
+                    std::thread::park();
+                }
+            })
+            .expect("start the spawner thread");
+        Mutex::new(tx)
+    });
+    let (reply_tx, reply_rx) = mpsc::channel();
+    sender
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send((cmd, reply_tx))
+        .expect("spawner thread alive");
+    reply_rx.recv().expect("spawner thread replied")
+}
 
 /// A child process with its log file. Killed (SIGKILL) when dropped.
 pub struct ServerProcess {
@@ -17,11 +57,18 @@ impl ServerProcess {
     pub fn spawn(label: &str, mut cmd: Command, log: &Path) -> std::io::Result<Self> {
         let out = File::options().create(true).append(true).open(log)?;
         let err = out.try_clone()?;
-        let child = cmd
-            .stdin(Stdio::null())
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::from(out))
-            .stderr(Stdio::from(err))
-            .spawn()?;
+            .stderr(Stdio::from(err));
+        // SAFETY: prctl is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                #[cfg(target_os = "linux")]
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                Ok(())
+            });
+        }
+        let child = spawn_from_spawner(cmd)?;
         Ok(ServerProcess {
             child: Some(child),
             log: log.to_path_buf(),
@@ -86,7 +133,11 @@ impl Drop for ServerProcess {
         if std::thread::panicking() {
             let log = self.log();
             let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            eprintln!("---- last lines of the {} log ({}) ----", self.label, self.log.display());
+            eprintln!(
+                "---- last lines of the {} log ({}) ----",
+                self.label,
+                self.log.display()
+            );
             for line in tail.into_iter().rev() {
                 eprintln!("{line}");
             }

@@ -156,7 +156,11 @@ impl RedisServer {
     /// comes back).
     pub fn restart(&mut self) {
         self.kill9();
-        assert!(self.launch(), "redis-server did not restart; log:\n{}", self.log());
+        assert!(
+            self.launch(),
+            "redis-server did not restart; log:\n{}",
+            self.log()
+        );
     }
 
     /// SIGSTOP: it stops answering but keeps its connections.

@@ -38,7 +38,12 @@ async fn waiter_recovers_from_a_restart_and_fences_keep_increasing() {
         .expect("waiter hung")
         .unwrap()
         .expect("waiter failed instead of recovering");
-    assert!(next.fence() > holder.fence(), "{} <= {}", next.fence(), holder.fence());
+    assert!(
+        next.fence() > holder.fence(),
+        "{} <= {}",
+        next.fence(),
+        holder.fence()
+    );
     eprintln!("waiter acquired {:?} after the restart", began.elapsed());
     let next_fence = next.fence();
     next.release().await.unwrap();
@@ -60,20 +65,34 @@ async fn restart_without_persistence_still_increases_fences() {
     }
     server.kill9();
     server.restart();
-    assert_eq!(server.cli(&["EXISTS", "lockward:volatile:fence"]), "0", "counter survived?");
+    assert_eq!(
+        server.cli(&["EXISTS", "lockward:volatile:fence"]),
+        "0",
+        "counter survived?"
+    );
     let store = Store::open(&server.url()).await.unwrap();
     let after = store.try_acquire("volatile", &opts(1_000)).await.unwrap();
-    assert!(after.fence() > last, "fence went back: {} after {last}", after.fence());
+    assert!(
+        after.fence() > last,
+        "fence went back: {} after {last}",
+        after.fence()
+    );
 }
 
 #[tokio::test]
 async fn server_down_is_unavailable_quickly() {
     let port = lockward_testkit::free_port();
     let began = Instant::now();
-    let err = Store::open(&format!("redis://127.0.0.1:{port}")).await.unwrap_err();
+    let err = Store::open(&format!("redis://127.0.0.1:{port}"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
     assert!(err.to_string().contains(&port.to_string()), "{err}");
-    assert!(began.elapsed() < Duration::from_secs(5), "{:?}", began.elapsed());
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -100,7 +119,11 @@ async fn foreign_values_are_reported_and_left_alone() {
     server.cli(&["SET", "lockward:forever", "not-a-lock"]);
     server.cli(&["HSET", "lockward:hashy", "f", "v"]);
     server.cli(&["SET", "lockward:bad-counter:fence", "banana"]);
-    for (name, needle) in [("forever", "without expiry"), ("hashy", "hash"), ("bad-counter", "not a number")] {
+    for (name, needle) in [
+        ("forever", "without expiry"),
+        ("hashy", "hash"),
+        ("bad-counter", "not a number"),
+    ] {
         match store.try_acquire(name, &opts(1_000)).await {
             Err(Error::Protocol { message, .. }) => assert!(message.contains(needle), "{message}"),
             other => panic!("{name}: {other:?}"),
@@ -116,12 +139,19 @@ async fn plain_set_nx_clients_and_lockward_exclude_each_other() {
     let server = RedisServer::start();
     let store = Store::open(&server.url()).await.unwrap();
     // A redis-py style holder: SET key token NX PX.
-    assert_eq!(server.cli(&["SET", "lockward:shared", "py-token", "NX", "PX", "400"]), "OK");
+    assert_eq!(
+        server.cli(&["SET", "lockward:shared", "py-token", "NX", "PX", "400"]),
+        "OK"
+    );
     assert!(matches!(
         store.try_acquire("shared", &opts(1_000)).await,
         Err(Error::Busy { .. })
     ));
-    let info = store.inspect("shared").await.unwrap().expect("foreign holder visible");
+    let info = store
+        .inspect("shared")
+        .await
+        .unwrap()
+        .expect("foreign holder visible");
     assert_eq!(info.owner, "py-token");
     assert_eq!(info.fence, None);
     // It expires; lockward waits for that (no publish) and gets it.
@@ -130,17 +160,31 @@ async fn plain_set_nx_clients_and_lockward_exclude_each_other() {
         .acquire("shared", &opts(1_000).wait(Duration::from_secs(2)))
         .await
         .unwrap();
-    assert!(began.elapsed() < Duration::from_millis(700), "{:?}", began.elapsed());
+    assert!(
+        began.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        began.elapsed()
+    );
     // And now the plain client is refused.
-    assert_eq!(server.cli(&["SET", "lockward:shared", "py-token", "NX", "PX", "400"]), "");
-    assert_eq!(server.cli(&["GET", "lockward:shared"]), g.lease().owner.to_string());
+    assert_eq!(
+        server.cli(&["SET", "lockward:shared", "py-token", "NX", "PX", "400"]),
+        ""
+    );
+    assert_eq!(
+        server.cli(&["GET", "lockward:shared"]),
+        g.lease().owner.to_string()
+    );
 }
 
 #[tokio::test]
 async fn prefixes_and_databases_are_separate_namespaces() {
     let server = RedisServer::start();
-    let a = Store::open(&format!("{}?prefix=app-a:", server.url())).await.unwrap();
-    let b = Store::open(&format!("{}?prefix=app-b:", server.url())).await.unwrap();
+    let a = Store::open(&format!("{}?prefix=app-a:", server.url()))
+        .await
+        .unwrap();
+    let b = Store::open(&format!("{}?prefix=app-b:", server.url()))
+        .await
+        .unwrap();
     let db3 = Store::open(&format!("{}/3", server.url())).await.unwrap();
     let ga = a.try_acquire("job", &opts(5_000)).await.unwrap();
     let gb = b.try_acquire("job", &opts(5_000)).await.unwrap();
@@ -151,8 +195,17 @@ async fn prefixes_and_databases_are_separate_namespaces() {
     // A name that looks like another name's fence key stays its own lock.
     let tricky = a.try_acquire("job:fence", &opts(5_000)).await.unwrap();
     assert!(tricky.fence() > 0);
-    assert_eq!(server.cli(&["GET", "app-a:job:fence"]), ga.fence().to_string());
-    let names: Vec<_> = a.list("").await.unwrap().into_iter().map(|i| i.name).collect();
+    assert_eq!(
+        server.cli(&["GET", "app-a:job:fence"]),
+        ga.fence().to_string()
+    );
+    let names: Vec<_> = a
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.name)
+        .collect();
     assert_eq!(names, vec!["job", "job:fence"]);
     for g in [ga, gb, g3, tricky] {
         g.release().await.unwrap();

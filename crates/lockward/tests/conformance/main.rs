@@ -5,7 +5,7 @@
 mod suite;
 
 mod memory;
-#[cfg(feature = "sqlite")]
-mod sqlite;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "sqlite")]
+mod sqlite;

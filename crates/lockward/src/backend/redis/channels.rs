@@ -18,7 +18,9 @@ use tokio::sync::{watch, OnceCell};
 
 use crate::backend::Wakeup;
 
-type Waiters = Arc<Mutex<HashMap<Vec<u8>, (usize, watch::Sender<u64>)>>>;
+/// Per channel: how many local waiters want it, and the counter that wakes them.
+type WaiterMap = HashMap<Vec<u8>, (usize, watch::Sender<u64>)>;
+type Waiters = Arc<Mutex<WaiterMap>>;
 
 /// The pub/sub side of a Redis store.
 pub struct Channels {
@@ -53,9 +55,7 @@ impl Channels {
                 Ok::<(), std::convert::Infallible>(())
             });
         self.conn
-            .get_or_try_init(|| {
-                ConnectionManager::new_with_config(self.client.clone(), config)
-            })
+            .get_or_try_init(|| ConnectionManager::new_with_config(self.client.clone(), config))
             .await
             .cloned()
     }
@@ -109,7 +109,7 @@ impl Channels {
     }
 }
 
-fn lock(waiters: &Waiters) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, (usize, watch::Sender<u64>)>> {
+fn lock(waiters: &Waiters) -> std::sync::MutexGuard<'_, WaiterMap> {
     waiters.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -161,7 +161,8 @@ impl Drop for ChannelWakeup {
             }
         };
         if now_idle {
-            self.channels.unsubscribe_later(std::mem::take(&mut self.channel));
+            self.channels
+                .unsubscribe_later(std::mem::take(&mut self.channel));
         }
     }
 }

@@ -105,7 +105,10 @@ mod tests {
         let tricky = keys("lockward:", &Name::new("orders:fence").unwrap());
         assert_eq!(tricky.lock, "lockward:orders%3Afence");
         assert_ne!(tricky.lock, plain.fence);
-        assert_eq!(keys("p:", &Name::new("{tag}*").unwrap()).lock, "p:%7Btag%7D%2A");
+        assert_eq!(
+            keys("p:", &Name::new("{tag}*").unwrap()).lock,
+            "p:%7Btag%7D%2A"
+        );
     }
 
     #[test]
