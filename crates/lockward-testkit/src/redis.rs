@@ -16,6 +16,9 @@ pub struct RedisOptions {
     pub persistent: bool,
     /// `--requirepass`: the default user needs this password.
     pub password: Option<String>,
+    /// `--cluster-enabled yes`, with its own bus port: a node for
+    /// [`RedisCluster`].
+    pub cluster_node: bool,
 }
 
 /// A running `redis-server`, killed when dropped.
@@ -23,6 +26,7 @@ pub struct RedisServer {
     options: RedisOptions,
     dir: tempfile::TempDir,
     port: u16,
+    bus_port: u16,
     process: Option<ServerProcess>,
 }
 
@@ -40,10 +44,12 @@ impl RedisServer {
             options,
             dir,
             port: 0,
+            bus_port: 0,
             process: None,
         };
         for _ in 0..5 {
             server.port = free_port();
+            server.bus_port = free_port();
             if server.launch() {
                 return server;
             }
@@ -65,6 +71,12 @@ impl RedisServer {
         }
         if let Some(p) = &self.options.password {
             cmd.args(["--requirepass", p]);
+        }
+        if self.options.cluster_node {
+            cmd.args(["--cluster-enabled", "yes"])
+                .args(["--cluster-config-file", "nodes.conf"])
+                .args(["--cluster-node-timeout", "2000"])
+                .args(["--cluster-port", &self.bus_port.to_string()]);
         }
         let log = self.log_path();
         let process = ServerProcess::spawn("redis-server", cmd, &log).expect("spawn redis-server");
@@ -192,5 +204,72 @@ impl RedisServer {
         }
         let out = cmd.args(args).output().expect("run redis-cli");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+/// A Redis Cluster of three primaries (no replicas) on loopback.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts three cluster-enabled servers, joins them with
+    /// `redis-cli --cluster create`, and waits until every node reports
+    /// `cluster_state:ok`.
+    pub fn start() -> RedisCluster {
+        require_binary("redis-cli");
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| {
+                RedisServer::start_with(RedisOptions {
+                    cluster_node: true,
+                    ..Default::default()
+                })
+            })
+            .collect();
+        let addrs: Vec<String> = nodes.iter().map(RedisServer::addr).collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("run redis-cli --cluster create");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cluster = RedisCluster { nodes };
+        let until = Instant::now() + Duration::from_secs(20);
+        while !cluster
+            .nodes
+            .iter()
+            .all(|n| n.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+        {
+            assert!(
+                Instant::now() < until,
+                "the cluster never reached cluster_state:ok"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        cluster
+    }
+
+    /// `redis+cluster://h1,h2,h3` for lockward.
+    pub fn url(&self) -> String {
+        let addrs: Vec<String> = self.nodes.iter().map(RedisServer::addr).collect();
+        format!("redis+cluster://{}", addrs.join(","))
+    }
+
+    /// The nodes, to inspect or fault them.
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
+    /// Runs `redis-cli -c` (cluster mode: follows redirects) with `args`.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let mut all = vec!["-c"];
+        all.extend_from_slice(args);
+        self.nodes[0].cli(&all)
     }
 }

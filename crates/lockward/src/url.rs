@@ -5,6 +5,7 @@
 //! | `memory://` | in-process |
 //! | `sqlite://PATH` (empty: `./.lockward/locks.db`) | processes of one host |
 //! | `redis://[user:pass@]host:port[/db][?prefix=…]`, `rediss://` | one Redis |
+//! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]` | a Redis Cluster |
 //!
 //! Passwords are kept in a [`Secret`], which never prints its value.
 
@@ -95,13 +96,15 @@ pub enum StoreUrl {
     Redis(RedisUrl),
 }
 
-/// The parts of a `redis://` URL.
+/// The parts of a `redis://`, `rediss://` or `redis+cluster://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisUrl {
     /// `rediss://`: connect with TLS.
     pub tls: bool,
-    /// The server.
-    pub endpoint: Endpoint,
+    /// `redis+cluster://`: `endpoints` are seed nodes of a Redis Cluster.
+    pub cluster: bool,
+    /// The server, or the cluster's seed nodes.
+    pub endpoints: Vec<Endpoint>,
     /// Database index (`/N`), 0 by default.
     pub db: u32,
     /// ACL user name.
@@ -143,18 +146,29 @@ impl StoreUrl {
                     path: PathBuf::from(path),
                 })
             }
-            "redis" | "rediss" => {
+            "redis" | "rediss" | "redis+cluster" => {
                 parts.expect_nothing_but(&["prefix"])?;
-                let endpoint = parts.single_endpoint(6379)?;
+                let cluster = parts.scheme == "redis+cluster";
+                let endpoints = if cluster {
+                    parts.endpoints(6379)?
+                } else {
+                    vec![parts.single_endpoint(6379)?]
+                };
                 let db = match parts.path.trim_matches('/') {
                     "" => 0,
+                    _ if cluster => {
+                        return Err(url_error(
+                            "a Redis Cluster has only database 0; remove the /N from the URL",
+                        ))
+                    }
                     n => n.parse().map_err(|_| {
                         url_error(format!("the database index {n:?} is not a number"))
                     })?,
                 };
                 Ok(StoreUrl::Redis(RedisUrl {
                     tls: parts.scheme == "rediss",
-                    endpoint,
+                    cluster,
+                    endpoints,
                     db,
                     user: parts.user.clone(),
                     password: parts.password.clone(),
@@ -177,6 +191,7 @@ impl StoreUrl {
         match self {
             StoreUrl::Memory => "memory",
             StoreUrl::Sqlite { .. } => "sqlite",
+            StoreUrl::Redis(r) if r.cluster => "redis+cluster",
             StoreUrl::Redis(r) if r.tls => "rediss",
             StoreUrl::Redis(_) => "redis",
         }
@@ -197,7 +212,8 @@ impl fmt::Display for StoreUrl {
                     (None, Some(p)) => write!(f, ":{p}@")?,
                     (None, None) => {}
                 }
-                write!(f, "{}", r.endpoint)?;
+                let hosts: Vec<String> = r.endpoints.iter().map(Endpoint::to_string).collect();
+                write!(f, "{}", hosts.join(","))?;
                 if r.db != 0 {
                     write!(f, "/{}", r.db)?;
                 }
@@ -318,6 +334,19 @@ impl Parts {
         }
     }
 
+    fn endpoints(&self, default_port: u16) -> Result<Vec<Endpoint>> {
+        if self.hosts.is_empty() {
+            return Err(url_error(format!(
+                "{}:// needs at least one host",
+                self.scheme
+            )));
+        }
+        self.hosts
+            .iter()
+            .map(|h| parse_endpoint(h, default_port))
+            .collect()
+    }
+
     fn single_endpoint(&self, default_port: u16) -> Result<Endpoint> {
         match self.hosts.as_slice() {
             [one] => parse_endpoint(one, default_port),
@@ -424,13 +453,27 @@ mod tests {
             panic!("not redis: {url:?}")
         };
         assert!(r.tls);
-        assert_eq!(r.endpoint.host, "::1");
-        assert_eq!(r.endpoint.port, 7000);
+        assert_eq!(r.endpoints[0].host, "::1");
+        assert_eq!(r.endpoints[0].port, 7000);
         assert_eq!(r.db, 3);
         assert_eq!(r.password.as_ref().unwrap().expose(), "p@ss");
         assert!(!url.to_string().contains("p@ss"));
         assert!(!format!("{url:?}").contains("p@ss"));
         assert_eq!(url.to_string(), "rediss://u:***@[::1]:7000/3?prefix=x:");
+    }
+
+    #[test]
+    fn cluster_seeds() {
+        let url = StoreUrl::parse("redis+cluster://a:1,b:2,c?prefix=x:").unwrap();
+        let StoreUrl::Redis(r) = &url else {
+            panic!("not redis: {url:?}")
+        };
+        assert!(r.cluster);
+        assert_eq!(r.endpoints.len(), 3);
+        assert_eq!(r.endpoints[2].port, 6379);
+        assert_eq!(url.to_string(), "redis+cluster://a:1,b:2,c:6379?prefix=x:");
+        assert!(StoreUrl::parse("redis+cluster://a:1/2").is_err());
+        assert!(StoreUrl::parse("redis+cluster://").is_err());
     }
 
     #[test]

@@ -7,5 +7,7 @@ mod suite;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_cluster;
 #[cfg(feature = "sqlite")]
 mod sqlite;

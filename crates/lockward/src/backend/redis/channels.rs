@@ -1,7 +1,8 @@
 //! Release notifications over Redis pub/sub.
 //!
-//! One RESP3 connection per store carries every subscription; the connection
-//! manager re-subscribes by itself after a reconnect. Each channel is
+//! One RESP3 connection per store carries every subscription (opened at the
+//! first wait); it re-subscribes by itself after a reconnect, and in a
+//! cluster follows the slot map. Each channel is
 //! subscribed while at least one local waiter wants it. Every message (and
 //! every disconnection, since releases may have been missed meanwhile)
 //! bumps a counter in a `watch` channel; each waiter holds a receiver, so a
@@ -12,11 +13,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{watch, OnceCell};
 
+use super::conn::Conn;
 use crate::backend::Wakeup;
+use crate::url::RedisUrl;
 
 /// Per channel: how many local waiters want it, and the counter that wakes them.
 type WaiterMap = HashMap<Vec<u8>, (usize, watch::Sender<u64>)>;
@@ -24,9 +26,8 @@ type Waiters = Arc<Mutex<WaiterMap>>;
 
 /// The pub/sub side of a Redis store.
 pub struct Channels {
-    client: redis::Client,
-    config: ConnectionManagerConfig,
-    conn: OnceCell<ConnectionManager>,
+    url: RedisUrl,
+    conn: OnceCell<Conn>,
     waiters: Waiters,
     /// Serialises SUBSCRIBE and UNSUBSCRIBE so they reach the server in the
     /// order their reference counts changed.
@@ -34,28 +35,23 @@ pub struct Channels {
 }
 
 impl Channels {
-    pub fn new(client: redis::Client, config: ConnectionManagerConfig) -> Arc<Self> {
+    pub fn new(url: RedisUrl) -> Arc<Self> {
         Arc::new(Channels {
-            client,
-            config,
+            url,
             conn: OnceCell::new(),
             waiters: Arc::default(),
             ops: tokio::sync::Mutex::new(()),
         })
     }
 
-    async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
+    async fn connection(&self) -> redis::RedisResult<Conn> {
         let waiters = self.waiters.clone();
-        let config = self
-            .config
-            .clone()
-            .set_automatic_resubscription()
-            .set_push_sender(move |push: PushInfo| {
-                dispatch(&waiters, push);
-                Ok::<(), std::convert::Infallible>(())
-            });
+        let push = move |push: PushInfo| {
+            dispatch(&waiters, push);
+            Ok::<(), std::convert::Infallible>(())
+        };
         self.conn
-            .get_or_try_init(|| ConnectionManager::new_with_config(self.client.clone(), config))
+            .get_or_try_init(|| Conn::connect(&self.url, Some(Box::new(push))))
             .await
             .cloned()
     }
@@ -80,7 +76,10 @@ impl Channels {
         };
         if first {
             // On failure the wakeup's drop undoes the count.
-            self.connection().await?.subscribe(channel).await?;
+            self.connection()
+                .await?
+                .subscribe(channel.as_bytes())
+                .await?;
         }
         Ok(wakeup)
     }

@@ -8,6 +8,10 @@
 //! | `P` + esc(N) + `:fence` | the last fencing token issued for N | never |
 //! | `P` + esc(N) + `:released` | pub/sub channel, published on release | — |
 //!
+//! On a Redis Cluster, esc(N) is wrapped in a hash tag, `P{esc(N)}…`, so
+//! the three keys of a name live in one slot and each script touches one
+//! node.
+//!
 //! esc() percent-encodes `%`, `:`, `{`, `}`, `*`, `?`, `[`, `]` and `\`, so an
 //! escaped name never contains `:`: no name's lock key can equal another
 //! name's fence key or channel, users cannot inject cluster hash tags, and
@@ -45,8 +49,18 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// Reverses [`escape`]; `None` when `key` is not an escaped name (for
-/// example a fence key found by SCAN).
+/// The name whose lock key is `key` (after the prefix), or `None` when it
+/// is another key of ours (a fence key, say) or not ours at all.
+pub fn name_of(key: &str, cluster: bool) -> Option<String> {
+    let escaped = if cluster {
+        key.strip_prefix('{')?.strip_suffix('}')?
+    } else {
+        key
+    };
+    unescape(escaped)
+}
+
+/// Reverses [`escape`]; `None` when `text` is not an escaped name.
 pub fn unescape(text: &str) -> Option<String> {
     let mut out = Vec::with_capacity(text.len());
     let bytes = text.as_bytes();
@@ -68,9 +82,13 @@ pub fn unescape(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Builds every key of `name` under `prefix`.
-pub fn keys(prefix: &str, name: &Name) -> Keys {
-    let lock = format!("{prefix}{}", escape(name.as_str()));
+/// Builds every key of `name` under `prefix`; `cluster` adds the hash tag.
+pub fn keys(prefix: &str, name: &Name, cluster: bool) -> Keys {
+    let lock = if cluster {
+        format!("{prefix}{{{}}}", escape(name.as_str()))
+    } else {
+        format!("{prefix}{}", escape(name.as_str()))
+    };
     Keys {
         fence: format!("{lock}:fence"),
         channel: format!("{lock}:released"),
@@ -79,14 +97,18 @@ pub fn keys(prefix: &str, name: &Name) -> Keys {
 }
 
 /// A SCAN pattern matching the lock keys of names starting with `prefix`
-/// (and their fence keys and channels, which [`unescape`] then rejects).
-pub fn scan_pattern(key_prefix: &str, name_prefix: &str) -> String {
+/// (and their fence keys and channels, which [`name_of`] then rejects).
+pub fn scan_pattern(key_prefix: &str, name_prefix: &str, cluster: bool) -> String {
     let mut pattern = String::new();
     for c in key_prefix.chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {
             pattern.push('\\');
         }
         pattern.push(c);
+    }
+    if cluster {
+        // The hash tag's brace is a literal, not a pattern character.
+        pattern.push('{');
     }
     pattern.push_str(&escape(name_prefix));
     pattern.push('*');
@@ -99,14 +121,14 @@ mod tests {
 
     #[test]
     fn layout_cannot_collide() {
-        let plain = keys("lockward:", &Name::new("orders").unwrap());
+        let plain = keys("lockward:", &Name::new("orders").unwrap(), false);
         assert_eq!(plain.lock, "lockward:orders");
         assert_eq!(plain.fence, "lockward:orders:fence");
-        let tricky = keys("lockward:", &Name::new("orders:fence").unwrap());
+        let tricky = keys("lockward:", &Name::new("orders:fence").unwrap(), false);
         assert_eq!(tricky.lock, "lockward:orders%3Afence");
         assert_ne!(tricky.lock, plain.fence);
         assert_eq!(
-            keys("p:", &Name::new("{tag}*").unwrap()).lock,
+            keys("p:", &Name::new("{tag}*").unwrap(), false).lock,
             "p:%7Btag%7D%2A"
         );
     }
@@ -117,6 +139,7 @@ mod tests {
             assert_eq!(unescape(&escape(name)).as_deref(), Some(name));
         }
         assert_eq!(unescape("orders:fence"), None);
-        assert_eq!(scan_pattern("p*:", "a:"), "p\\*:a%3A*");
+        assert_eq!(scan_pattern("p*:", "a:", false), "p\\*:a%3A*");
+        assert_eq!(scan_pattern("p:", "a", true), "p:{a*");
     }
 }

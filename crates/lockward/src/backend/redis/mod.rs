@@ -11,11 +11,14 @@
 //! - **Connections**: one multiplexed connection for commands and one RESP3
 //!   connection for subscriptions, both managed: they reconnect after a
 //!   server restart, and subscriptions are restored.
+//! - **Redis Cluster** (`redis+cluster://`): the same scripts, with every key
+//!   of a name in one hash slot; waiting uses the cluster's pub/sub.
 //!
 //! Expiry is timed by Redis's clock (`PX`), so client clock skew does not
 //! matter. Key names are documented in [`keys`].
 
 mod channels;
+mod conn;
 pub mod keys;
 pub mod scripts;
 
@@ -23,8 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo, Value};
+use redis::Value;
 
 use crate::backend::{Attempt, Backend, Capabilities, Request, Subscription};
 use crate::error::{Error, Result};
@@ -34,18 +36,15 @@ use crate::owner::OwnerId;
 use crate::url::RedisUrl;
 
 use channels::Channels;
+use conn::Conn;
 use scripts::Scripts;
-
-/// How long one connection attempt may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// How long a command may wait for its reply (a paused server, a cut link).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The Redis backend.
 pub struct RedisBackend {
     address: String,
     prefix: String,
-    conn: ConnectionManager,
+    cluster: bool,
+    conn: Conn,
     channels: Arc<Channels>,
     scripts: Scripts,
 }
@@ -55,24 +54,27 @@ impl RedisBackend {
     /// when it cannot be reached or refuses the credentials.
     pub async fn connect(url: &RedisUrl) -> Result<Self> {
         let address = crate::url::StoreUrl::Redis(url.clone()).to_string();
-        let client = client(url, ProtocolVersion::RESP2, &address)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            .set_number_of_retries(2)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_secs(1));
-        let conn = ConnectionManager::new_with_config(client, config.clone())
+        if url.tls {
+            return Err(Error::Unsupported {
+                scheme: "rediss".into(),
+                why: "TLS to Redis is not built into this version of lockward".into(),
+            });
+        }
+        let conn = Conn::connect(url, None)
             .await
-            .map_err(|e| connect_error(&address, e))?;
-        let pubsub_client = self::client(url, ProtocolVersion::RESP3, &address)?;
+            .map_err(|e| conn::connect_error(&address, e))?;
         Ok(RedisBackend {
-            channels: Channels::new(pubsub_client, config),
+            channels: Channels::new(url.clone()),
             address,
             prefix: url.prefix.clone(),
+            cluster: url.cluster,
             conn,
             scripts: Scripts::new(),
         })
+    }
+
+    fn keys(&self, name: &Name) -> keys::Keys {
+        keys::keys(&self.prefix, name, self.cluster)
     }
 
     /// Runs a script, once more if the connection dropped under it (the
@@ -108,35 +110,6 @@ impl RedisBackend {
     }
 }
 
-fn client(url: &RedisUrl, protocol: ProtocolVersion, address: &str) -> Result<redis::Client> {
-    let host = url.endpoint.host.clone();
-    let port = url.endpoint.port;
-    let addr = if url.tls {
-        return Err(Error::Unsupported {
-            scheme: "rediss".into(),
-            why: "TLS to Redis is not built into this version of lockward; \
-                  use redis:// through a TLS tunnel for now"
-                .into(),
-        });
-    } else {
-        ConnectionAddr::Tcp(host, port)
-    };
-    let mut settings = RedisConnectionInfo::default()
-        .set_db(i64::from(url.db))
-        .set_protocol(protocol);
-    if let Some(user) = &url.user {
-        settings = settings.set_username(user);
-    }
-    if let Some(password) = &url.password {
-        settings = settings.set_password(password.expose());
-    }
-    let info = addr
-        .into_connection_info()
-        .map_err(|e| redis_error(address, e))?
-        .set_redis_settings(settings);
-    redis::Client::open(info).map_err(|e| redis_error(address, e))
-}
-
 /// A redis-rs error as lockward's. Its text never holds the password: the
 /// address is lockward's redacted one, and redis-rs does not echo AUTH.
 fn redis_error(address: &str, e: redis::RedisError) -> Error {
@@ -145,23 +118,6 @@ fn redis_error(address: &str, e: redis::RedisError) -> Error {
             "authentication failed: check the user and password in the URL".to_string()
         }
         _ => e.to_string(),
-    };
-    Error::Unavailable {
-        address: address.to_string(),
-        message,
-    }
-}
-
-fn connect_error(address: &str, e: redis::RedisError) -> Error {
-    let text = e.to_string();
-    let message = if e.kind() == redis::ErrorKind::AuthenticationFailed
-        || text.contains("WRONGPASS")
-        || text.contains("NOAUTH")
-        || text.contains("invalid password")
-    {
-        "authentication failed: check the user and password in the URL".to_string()
-    } else {
-        format!("cannot connect (is redis-server running there?): {text}")
     };
     Error::Unavailable {
         address: address.to_string(),
@@ -209,7 +165,7 @@ impl Backend for RedisBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        let keys = keys::keys(&self.prefix, req.name);
+        let keys = self.keys(req.name);
         let (reply, _): (Vec<Value>, _) = self
             .invoke(
                 self.scripts
@@ -255,7 +211,7 @@ impl Backend for RedisBackend {
     }
 
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
-        let keys = keys::keys(&self.prefix, name);
+        let keys = self.keys(name);
         let wakeup = self
             .channels
             .subscribe(&keys.channel)
@@ -265,7 +221,7 @@ impl Backend for RedisBackend {
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
-        let keys = keys::keys(&self.prefix, name);
+        let keys = self.keys(name);
         let (done, _): (i64, _) = self
             .invoke(
                 self.scripts
@@ -279,7 +235,7 @@ impl Backend for RedisBackend {
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
-        let keys = keys::keys(&self.prefix, name);
+        let keys = self.keys(name);
         let (done, retried): (i64, _) = self
             .invoke(
                 self.scripts
@@ -298,7 +254,7 @@ impl Backend for RedisBackend {
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
-        let keys = keys::keys(&self.prefix, name);
+        let keys = self.keys(name);
         let (reply, _): (Vec<Value>, _) = self
             .invoke(self.scripts.inspect.key(&keys.lock).key(&keys.fence))
             .await?;
@@ -324,32 +280,16 @@ impl Backend for RedisBackend {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
-        let pattern = keys::scan_pattern(&self.prefix, prefix);
-        let mut conn = self.conn.clone();
-        let mut cursor: u64 = 0;
-        let mut names = Vec::new();
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.unavailable(e))?;
-            names.extend(
-                batch
-                    .iter()
-                    .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
-                    .filter_map(keys::unescape)
-                    .filter_map(|n| Name::new(n).ok()),
-            );
-            cursor = next;
-            if cursor == 0 {
-                break;
-            }
-        }
+        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
+        let found = conn::scan_all(&self.conn, &pattern)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let mut names: Vec<Name> = found
+            .iter()
+            .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
+            .filter_map(|k| keys::name_of(k, self.cluster))
+            .filter_map(|n| Name::new(n).ok())
+            .collect();
         names.sort();
         names.dedup();
         let mut held = Vec::new();
