@@ -2,10 +2,11 @@
 # Installs what lockward's tests need, from Debian's packages.
 # Idempotent: does nothing when everything is already there.
 #   redis-server, redis-tools  the Redis backend's tests and benchmarks
+#   openssl                    test certificates for TLS to Redis
 set -euo pipefail
 
-packages=(redis-server redis-tools)
-commands=(redis-server redis-cli redis-benchmark)
+packages=(redis-server redis-tools openssl)
+commands=(redis-server redis-cli redis-benchmark openssl)
 
 missing=()
 for c in "${commands[@]}"; do

@@ -19,6 +19,9 @@ pub struct RedisOptions {
     /// `--cluster-enabled yes`, with its own bus port: a node for
     /// [`RedisCluster`].
     pub cluster_node: bool,
+    /// TLS only (`--port 0 --tls-port …`), with a throwaway CA and a server
+    /// certificate for 127.0.0.1 made with the openssl CLI.
+    pub tls: bool,
 }
 
 /// A running `redis-server`, killed when dropped.
@@ -40,6 +43,9 @@ impl RedisServer {
     pub fn start_with(options: RedisOptions) -> RedisServer {
         require_binary("redis-server");
         let dir = tempfile::tempdir().expect("temp dir for redis");
+        if options.tls {
+            make_certificates(dir.path());
+        }
         let mut server = RedisServer {
             options,
             dir,
@@ -59,9 +65,27 @@ impl RedisServer {
 
     fn launch(&mut self) -> bool {
         let mut cmd = Command::new("redis-server");
-        cmd.current_dir(self.dir.path())
-            .args(["--port", &self.port.to_string()])
-            .args(["--bind", "127.0.0.1", "--protected-mode", "no"])
+        cmd.current_dir(self.dir.path());
+        if self.options.tls {
+            let d = self.dir.path();
+            cmd.args(["--port", "0", "--tls-port", &self.port.to_string()])
+                .args([
+                    "--tls-cert-file",
+                    &d.join("server.pem").display().to_string(),
+                ])
+                .args([
+                    "--tls-key-file",
+                    &d.join("server.key").display().to_string(),
+                ])
+                .args([
+                    "--tls-ca-cert-file",
+                    &d.join("ca.pem").display().to_string(),
+                ])
+                .args(["--tls-auth-clients", "no"]);
+        } else {
+            cmd.args(["--port", &self.port.to_string()]);
+        }
+        cmd.args(["--bind", "127.0.0.1", "--protected-mode", "no"])
             .args(["--dir", &self.dir.path().display().to_string()])
             .args(["--save", ""]);
         if self.options.persistent {
@@ -101,6 +125,9 @@ impl RedisServer {
 
     /// Whether the server answers PING (with its password, if any).
     pub fn answers_ping(&self) -> bool {
+        if self.options.tls {
+            return self.cli(&["PING"]) == "PONG";
+        }
         let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
         };
@@ -137,12 +164,25 @@ impl RedisServer {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// `redis://…` for lockward, with the password if one is set.
+    /// `redis://…` (or `rediss://…?ca=…`) for lockward, with the password
+    /// if one is set.
     pub fn url(&self) -> String {
-        match &self.options.password {
-            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
-            None => format!("redis://127.0.0.1:{}", self.port),
-        }
+        let scheme = if self.options.tls { "rediss" } else { "redis" };
+        let auth = match &self.options.password {
+            Some(p) => format!(":{p}@"),
+            None => String::new(),
+        };
+        let query = if self.options.tls {
+            format!("?ca={}", self.ca_path().display())
+        } else {
+            String::new()
+        };
+        format!("{scheme}://{auth}127.0.0.1:{}{query}", self.port)
+    }
+
+    /// The test CA's certificate (TLS servers only).
+    pub fn ca_path(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
     }
 
     /// The server's process id while it runs.
@@ -199,6 +239,9 @@ impl RedisServer {
         require_binary("redis-cli");
         let mut cmd = Command::new("redis-cli");
         cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if self.options.tls {
+            cmd.args(["--tls", "--cacert", &self.ca_path().display().to_string()]);
+        }
         if let Some(p) = &self.options.password {
             cmd.args(["--no-auth-warning", "-a", p]);
         }
@@ -272,4 +315,67 @@ impl RedisCluster {
         all.extend_from_slice(args);
         self.nodes[0].cli(&all)
     }
+}
+
+/// A CA and a certificate for 127.0.0.1 signed by it, in `dir`.
+fn make_certificates(dir: &std::path::Path) {
+    require_binary("openssl");
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=lockward test CA",
+    ];
+    ca.extend_from_slice(&ec);
+    ca.extend_from_slice(&["-keyout", "ca.key", "-out", "ca.pem"]);
+    ca.extend_from_slice(&["-addext", "basicConstraints=critical,CA:TRUE"]);
+    ca.extend_from_slice(&["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
+    run(&ca);
+    let mut csr = vec!["req", "-subj", "/CN=127.0.0.1"];
+    csr.extend_from_slice(&ec);
+    csr.extend_from_slice(&["-keyout", "server.key", "-out", "server.csr"]);
+    run(&csr);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("write ext.cnf");
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-out",
+        "server.pem",
+        "-extfile",
+        "ext.cnf",
+    ]);
 }

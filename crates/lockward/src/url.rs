@@ -5,7 +5,10 @@
 //! | `memory://` | in-process |
 //! | `sqlite://PATH` (empty: `./.lockward/locks.db`) | processes of one host |
 //! | `redis://[user:pass@]host:port[/db][?prefix=…]`, `rediss://` | one Redis |
-//! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]` | a Redis Cluster |
+//! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]`, `rediss+cluster://` | a Redis Cluster |
+//!
+//! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
+//! otherwise) and, for client certificates, `cert=PATH&key=PATH`.
 //!
 //! Passwords are kept in a [`Secret`], which never prints its value.
 
@@ -24,6 +27,7 @@ const KNOWN_SCHEMES: &[&str] = &[
     "redis",
     "rediss",
     "redis+cluster",
+    "rediss+cluster",
     "redlock",
     "etcd",
     "etcds",
@@ -113,6 +117,10 @@ pub struct RedisUrl {
     pub password: Option<Secret>,
     /// Prefix of every key lockward writes, `lockward:` by default.
     pub prefix: String,
+    /// TLS only: PEM file of trusted root certificates (`ca=`).
+    pub ca: Option<PathBuf>,
+    /// TLS only: client certificate and key PEM files (`cert=`, `key=`).
+    pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl std::str::FromStr for StoreUrl {
@@ -146,9 +154,19 @@ impl StoreUrl {
                     path: PathBuf::from(path),
                 })
             }
-            "redis" | "rediss" | "redis+cluster" => {
-                parts.expect_nothing_but(&["prefix"])?;
-                let cluster = parts.scheme == "redis+cluster";
+            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
+                let tls = parts.scheme.starts_with("rediss");
+                let cluster = parts.scheme.ends_with("+cluster");
+                if tls {
+                    parts.expect_nothing_but(&["prefix", "ca", "cert", "key"])?;
+                } else {
+                    parts.expect_nothing_but(&["prefix"])?;
+                }
+                let client_cert = match (parts.param("cert"), parts.param("key")) {
+                    (Some(c), Some(k)) => Some((PathBuf::from(c), PathBuf::from(k))),
+                    (None, None) => None,
+                    _ => return Err(url_error("cert= and key= go together")),
+                };
                 let endpoints = if cluster {
                     parts.endpoints(6379)?
                 } else {
@@ -166,13 +184,15 @@ impl StoreUrl {
                     })?,
                 };
                 Ok(StoreUrl::Redis(RedisUrl {
-                    tls: parts.scheme == "rediss",
+                    tls,
                     cluster,
                     endpoints,
                     db,
                     user: parts.user.clone(),
                     password: parts.password.clone(),
                     prefix: parts.param("prefix").unwrap_or("lockward:").to_string(),
+                    ca: parts.param("ca").map(PathBuf::from),
+                    client_cert,
                 }))
             }
             other if KNOWN_SCHEMES.contains(&other) => Err(Error::Unsupported {
@@ -191,6 +211,7 @@ impl StoreUrl {
         match self {
             StoreUrl::Memory => "memory",
             StoreUrl::Sqlite { .. } => "sqlite",
+            StoreUrl::Redis(r) if r.cluster && r.tls => "rediss+cluster",
             StoreUrl::Redis(r) if r.cluster => "redis+cluster",
             StoreUrl::Redis(r) if r.tls => "rediss",
             StoreUrl::Redis(_) => "redis",
@@ -217,8 +238,18 @@ impl fmt::Display for StoreUrl {
                 if r.db != 0 {
                     write!(f, "/{}", r.db)?;
                 }
+                let mut params = Vec::new();
                 if r.prefix != "lockward:" {
-                    write!(f, "?prefix={}", r.prefix)?;
+                    params.push(format!("prefix={}", r.prefix));
+                }
+                if let Some(ca) = &r.ca {
+                    params.push(format!("ca={}", ca.display()));
+                }
+                if let Some((cert, key)) = &r.client_cert {
+                    params.push(format!("cert={}&key={}", cert.display(), key.display()));
+                }
+                if !params.is_empty() {
+                    write!(f, "?{}", params.join("&"))?;
                 }
                 Ok(())
             }
@@ -474,6 +505,16 @@ mod tests {
         assert_eq!(url.to_string(), "redis+cluster://a:1,b:2,c:6379?prefix=x:");
         assert!(StoreUrl::parse("redis+cluster://a:1/2").is_err());
         assert!(StoreUrl::parse("redis+cluster://").is_err());
+        let tls = StoreUrl::parse("rediss+cluster://a:1?ca=/x/ca.pem").unwrap();
+        assert_eq!(tls.scheme(), "rediss+cluster");
+        assert!(
+            StoreUrl::parse("redis://a:1?ca=/x").is_err(),
+            "ca= needs TLS"
+        );
+        assert!(
+            StoreUrl::parse("rediss://a:1?cert=/c").is_err(),
+            "cert without key"
+        );
     }
 
     #[test]

@@ -61,6 +61,12 @@ impl Conn {
             if let Some(push) = push {
                 builder = builder.push_sender(PushBox(push));
             }
+            #[cfg(feature = "redis-tls")]
+            if url.tls {
+                builder = builder
+                    .tls(redis::cluster::TlsMode::Secure)
+                    .certs(tls::certificates(url)?);
+            }
             let client = builder.build()?;
             return Ok(Conn::Cluster(client.get_async_connection().await?));
         }
@@ -74,9 +80,17 @@ impl Conn {
         if let Some(password) = &url.password {
             settings = settings.set_password(password.expose());
         }
-        let info = ConnectionAddr::Tcp(endpoint.host.clone(), endpoint.port)
-            .into_connection_info()?
-            .set_redis_settings(settings);
+        let addr = if url.tls {
+            ConnectionAddr::TcpTls {
+                host: endpoint.host.clone(),
+                port: endpoint.port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(endpoint.host.clone(), endpoint.port)
+        };
+        let info = addr.into_connection_info()?.set_redis_settings(settings);
         let mut config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
@@ -88,6 +102,13 @@ impl Conn {
                 .set_push_sender(PushBox(push))
                 .set_automatic_resubscription();
         }
+        #[cfg(feature = "redis-tls")]
+        let client = if url.tls {
+            redis::Client::build_with_tls(info, tls::certificates(url)?)?
+        } else {
+            redis::Client::open(info)?
+        };
+        #[cfg(not(feature = "redis-tls"))]
         let client = redis::Client::open(info)?;
         Ok(Conn::Single(
             ConnectionManager::new_with_config(client, config).await?,
@@ -136,6 +157,40 @@ impl ConnectionLike for Conn {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+#[cfg(feature = "redis-tls")]
+mod tls {
+    use redis::{ClientTlsConfig, RedisResult, TlsCertificates};
+
+    use crate::url::RedisUrl;
+
+    /// The roots and client certificate the URL names, read from their files.
+    pub fn certificates(url: &RedisUrl) -> RedisResult<TlsCertificates> {
+        // rustls needs one process-wide crypto provider; a second install
+        // (by us or by the application) is refused harmlessly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| {
+                redis::RedisError::from(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot read {}: {e}", path.display()),
+                ))
+            })
+        };
+        let root_cert = url.ca.as_deref().map(read).transpose()?;
+        let client_tls = match &url.client_cert {
+            Some((cert, key)) => Some(ClientTlsConfig {
+                client_cert: read(cert)?,
+                client_key: read(key)?,
+            }),
+            None => None,
+        };
+        Ok(TlsCertificates {
+            client_tls,
+            root_cert,
+        })
     }
 }
 

@@ -54,10 +54,10 @@ impl RedisBackend {
     /// when it cannot be reached or refuses the credentials.
     pub async fn connect(url: &RedisUrl) -> Result<Self> {
         let address = crate::url::StoreUrl::Redis(url.clone()).to_string();
-        if url.tls {
+        if url.tls && !cfg!(feature = "redis-tls") {
             return Err(Error::Unsupported {
                 scheme: "rediss".into(),
-                why: "TLS to Redis is not built into this version of lockward".into(),
+                why: "TLS to Redis needs lockward's `redis-tls` cargo feature".into(),
             });
         }
         let conn = Conn::connect(url, None)
