@@ -106,3 +106,10 @@ fn redis_cross_process() {
     let server = lockward_testkit::RedisServer::start();
     run_cross_process(&server.url());
 }
+
+#[cfg(feature = "redis")]
+#[test]
+fn redlock_cross_process() {
+    let masters = lockward_testkit::RedisMasters::start(3, Default::default());
+    run_cross_process(&masters.url());
+}

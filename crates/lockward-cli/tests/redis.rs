@@ -82,3 +82,40 @@ fn unreachable_redis_exits_69() {
     assert_eq!(out.status.code(), Some(69));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unavailable"));
 }
+
+#[test]
+fn run_and_status_on_redlock() {
+    let masters = lockward_testkit::RedisMasters::start(3, Default::default());
+    let dir = tempfile::tempdir().unwrap();
+    let mut holder = Command::new(lockward())
+        .args([
+            "--store",
+            &masters.url(),
+            "run",
+            "quorum/job",
+            "--ttl",
+            "10s",
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            r#"echo "$LOCKWARD_FENCE" > "$1/fence"; sleep 3"#,
+            "sh",
+        ])
+        .arg(dir.path())
+        .spawn()
+        .unwrap();
+    let fence: u64 = wait_for_file(&dir.path().join("fence"), Duration::from_secs(10))
+        .parse()
+        .unwrap();
+    let out = Command::new(lockward())
+        .args(["--store", &masters.url(), "status", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["name"], "quorum/job");
+    assert_eq!(rows[0]["fence"].as_u64(), Some(fence));
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}

@@ -12,7 +12,7 @@ pub mod redis;
 
 pub use port::free_port;
 pub use process::ServerProcess;
-pub use redis::{RedisCluster, RedisOptions, RedisServer};
+pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};
 
 /// The script that installs every server binary the tests use.
 pub const INSTALL_SCRIPT: &str = "scripts/install-test-deps.sh";

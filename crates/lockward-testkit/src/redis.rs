@@ -379,3 +379,36 @@ fn make_certificates(dir: &std::path::Path) {
         "ext.cnf",
     ]);
 }
+
+/// N independent Redis masters, for `redlock://`.
+pub struct RedisMasters {
+    masters: Vec<RedisServer>,
+}
+
+impl RedisMasters {
+    /// Starts `n` servers with `options`.
+    pub fn start(n: usize, options: RedisOptions) -> RedisMasters {
+        RedisMasters {
+            masters: (0..n)
+                .map(|_| RedisServer::start_with(options.clone()))
+                .collect(),
+        }
+    }
+
+    /// `redlock://h1,h2,…` for lockward.
+    pub fn url(&self) -> String {
+        let addrs: Vec<String> = self.masters.iter().map(RedisServer::addr).collect();
+        format!("redlock://{}", addrs.join(","))
+    }
+
+    /// `redlock://` over the first `n` masters only.
+    pub fn url_of_first(&self, n: usize) -> String {
+        let addrs: Vec<String> = self.masters[..n].iter().map(RedisServer::addr).collect();
+        format!("redlock://{}", addrs.join(","))
+    }
+
+    /// The masters, to inspect or fault them.
+    pub fn masters(&mut self) -> &mut [RedisServer] {
+        &mut self.masters
+    }
+}

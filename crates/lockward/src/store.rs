@@ -61,6 +61,10 @@ impl Store {
             StoreUrl::Redis(redis) => Ok(Store::from_backend(
                 crate::backend::redis::RedisBackend::connect(redis).await?,
             )),
+            #[cfg(feature = "redis")]
+            StoreUrl::Redlock(redlock) => Ok(Store::from_backend(
+                crate::backend::redlock::RedlockBackend::connect(redlock).await?,
+            )),
             #[allow(unreachable_patterns)]
             other => Err(Error::Unsupported {
                 scheme: other.scheme().to_string(),

@@ -6,6 +6,7 @@
 //! | `sqlite://PATH` (empty: `./.lockward/locks.db`) | processes of one host |
 //! | `redis://[user:pass@]host:port[/db][?prefix=…]`, `rediss://` | one Redis |
 //! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]`, `rediss+cluster://` | a Redis Cluster |
+//! | `redlock://[user:pass@]h1:port,h2:port,h3:port[?prefix=…]` | N independent Redis masters |
 //!
 //! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
 //! otherwise) and, for client certificates, `cert=PATH&key=PATH`.
@@ -98,6 +99,38 @@ pub enum StoreUrl {
     },
     /// `redis://` or `rediss://`: one Redis server.
     Redis(RedisUrl),
+    /// `redlock://`: N independent Redis masters, majority quorum.
+    Redlock(RedlockUrl),
+}
+
+/// The parts of a `redlock://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedlockUrl {
+    /// The masters: an odd number, at least 3.
+    pub masters: Vec<Endpoint>,
+    /// ACL user name, the same on every master.
+    pub user: Option<String>,
+    /// Password, the same on every master.
+    pub password: Option<Secret>,
+    /// Prefix of every key lockward writes, `lockward:` by default.
+    pub prefix: String,
+}
+
+impl RedlockUrl {
+    /// The `redis://` URL of one master.
+    pub fn master(&self, endpoint: &Endpoint) -> RedisUrl {
+        RedisUrl {
+            tls: false,
+            cluster: false,
+            endpoints: vec![endpoint.clone()],
+            db: 0,
+            user: self.user.clone(),
+            password: self.password.clone(),
+            prefix: self.prefix.clone(),
+            ca: None,
+            client_cert: None,
+        }
+    }
 }
 
 /// The parts of a `redis://`, `rediss://` or `redis+cluster://` URL.
@@ -195,6 +228,26 @@ impl StoreUrl {
                     client_cert,
                 }))
             }
+            "redlock" => {
+                parts.expect_nothing_but(&["prefix"])?;
+                if !parts.path.trim_matches('/').is_empty() {
+                    return Err(url_error("redlock:// takes no database index"));
+                }
+                let masters = parts.endpoints(6379)?;
+                if masters.len() < 3 || masters.len() % 2 == 0 {
+                    return Err(url_error(format!(
+                        "redlock:// needs an odd number of masters, at least 3 (got {}), \
+                         so that any two majorities share a master",
+                        masters.len()
+                    )));
+                }
+                Ok(StoreUrl::Redlock(RedlockUrl {
+                    masters,
+                    user: parts.user.clone(),
+                    password: parts.password.clone(),
+                    prefix: parts.param("prefix").unwrap_or("lockward:").to_string(),
+                }))
+            }
             other if KNOWN_SCHEMES.contains(&other) => Err(Error::Unsupported {
                 scheme: other.to_string(),
                 why: "this backend is not implemented in this version of lockward yet".into(),
@@ -215,6 +268,7 @@ impl StoreUrl {
             StoreUrl::Redis(r) if r.cluster => "redis+cluster",
             StoreUrl::Redis(r) if r.tls => "rediss",
             StoreUrl::Redis(_) => "redis",
+            StoreUrl::Redlock(_) => "redlock",
         }
     }
 }
@@ -225,14 +279,19 @@ impl fmt::Display for StoreUrl {
         match self {
             StoreUrl::Memory => f.write_str("memory://"),
             StoreUrl::Sqlite { path } => write!(f, "sqlite://{}", path.display()),
+            StoreUrl::Redlock(r) => {
+                f.write_str("redlock://")?;
+                write_auth(f, &r.user, &r.password)?;
+                let hosts: Vec<String> = r.masters.iter().map(Endpoint::to_string).collect();
+                write!(f, "{}", hosts.join(","))?;
+                if r.prefix != "lockward:" {
+                    write!(f, "?prefix={}", r.prefix)?;
+                }
+                Ok(())
+            }
             StoreUrl::Redis(r) => {
                 write!(f, "{}://", self.scheme())?;
-                match (&r.user, &r.password) {
-                    (Some(u), Some(p)) => write!(f, "{u}:{p}@")?,
-                    (Some(u), None) => write!(f, "{u}@")?,
-                    (None, Some(p)) => write!(f, ":{p}@")?,
-                    (None, None) => {}
-                }
+                write_auth(f, &r.user, &r.password)?;
                 let hosts: Vec<String> = r.endpoints.iter().map(Endpoint::to_string).collect();
                 write!(f, "{}", hosts.join(","))?;
                 if r.db != 0 {
@@ -254,6 +313,20 @@ impl fmt::Display for StoreUrl {
                 Ok(())
             }
         }
+    }
+}
+
+/// `user:***@`, with the password never printed.
+fn write_auth(
+    f: &mut fmt::Formatter<'_>,
+    user: &Option<String>,
+    password: &Option<Secret>,
+) -> fmt::Result {
+    match (user, password) {
+        (Some(u), Some(p)) => write!(f, "{u}:{p}@"),
+        (Some(u), None) => write!(f, "{u}@"),
+        (None, Some(p)) => write!(f, ":{p}@"),
+        (None, None) => Ok(()),
     }
 }
 
@@ -515,6 +588,24 @@ mod tests {
             StoreUrl::parse("rediss://a:1?cert=/c").is_err(),
             "cert without key"
         );
+    }
+
+    #[test]
+    fn redlock_masters() {
+        let url = StoreUrl::parse("redlock://:pw@a:1,b:2,c:3").unwrap();
+        let StoreUrl::Redlock(r) = &url else {
+            panic!("not redlock: {url:?}")
+        };
+        assert_eq!(r.masters.len(), 3);
+        assert_eq!(url.to_string(), "redlock://:***@a:1,b:2,c:3");
+        for bad in [
+            "redlock://a:1",
+            "redlock://a:1,b:2",
+            "redlock://a:1,b:2,c:3,d:4",
+        ] {
+            let err = StoreUrl::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("odd number"), "{bad}: {err}");
+        }
     }
 
     #[test]

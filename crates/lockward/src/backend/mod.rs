@@ -17,6 +17,8 @@ use crate::owner::OwnerId;
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
+pub mod redlock;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

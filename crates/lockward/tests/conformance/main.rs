@@ -9,5 +9,7 @@ mod memory;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_cluster;
+#[cfg(feature = "redis")]
+mod redlock;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -25,7 +25,8 @@ macro_rules! conformance {
             mutual_exclusion, fences_increase, non_owner_refused, expiry_frees,
             extend_keeps, renewal_keeps, waiter_wakes_promptly, fifo_where_claimed,
             lost_fires, acquire_times_out, cancelled_wait_leaves_nothing,
-            with_lock_cancels_work, inspect_and_list, drop_releases, bad_input);
+            with_lock_cancels_work, inspect_and_list, drop_releases, bad_input,
+            paused_holder_learns_it_lost);
     };
     (@tests $fixture:path; $($check:ident),*) => {
         $(
@@ -451,4 +452,56 @@ pub async fn bad_input(f: &impl Fixture) {
         .release()
         .await
         .unwrap();
+}
+
+/// The seed's paused holder: a holder whose whole runtime stops (a GC
+/// pause, a stopped VM) past its TTL loses the lock to another client,
+/// which gets a larger fence; when the holder resumes, its `lost()` fires at
+/// once and its release reports the loss. Renewal is on: the pause stops it.
+pub async fn paused_holder_learns_it_lost(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("paused");
+    let (acquired_tx, acquired_rx) = std::sync::mpsc::channel();
+    let holder_store = store.clone();
+    let holder_name = name.clone();
+    let holder = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let opts = LockOptions::new().ttl(Duration::from_millis(300));
+            let guard = holder_store.acquire(&holder_name, &opts).await.unwrap();
+            acquired_tx.send(guard.fence()).unwrap();
+            // The pause: nothing of this runtime runs, renewal included.
+            std::thread::sleep(Duration::from_millis(900));
+            let lost_at_once = guard.is_lost();
+            let reason = tokio::time::timeout(Duration::from_millis(50), guard.lost()).await;
+            let release = guard.release().await;
+            (lost_at_once, reason, release)
+        })
+    });
+    let old_fence = acquired_rx.recv().unwrap();
+    let other = f
+        .store()
+        .await
+        .acquire(&name, &short(5_000).wait(Duration::from_secs(3)))
+        .await
+        .expect("the lock never passed on from the paused holder");
+    assert!(
+        other.fence() > old_fence,
+        "{} <= {old_fence}",
+        other.fence()
+    );
+    let (lost_at_once, reason, release) = holder.join().unwrap();
+    assert!(
+        lost_at_once,
+        "the resumed holder still believed it held the lock"
+    );
+    assert_eq!(
+        reason.expect("lost() did not fire on resume"),
+        LostReason::Expired
+    );
+    assert!(matches!(release, Err(Error::Lost { .. })), "{release:?}");
+    other.release().await.unwrap();
 }

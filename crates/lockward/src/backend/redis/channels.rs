@@ -51,7 +51,7 @@ impl Channels {
             Ok::<(), std::convert::Infallible>(())
         };
         self.conn
-            .get_or_try_init(|| Conn::connect(&self.url, Some(Box::new(push))))
+            .get_or_try_init(|| Conn::connect(&self.url, Some(Box::new(push)), false))
             .await
             .cloned()
     }

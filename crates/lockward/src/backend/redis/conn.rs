@@ -32,9 +32,12 @@ pub enum Conn {
 impl Conn {
     /// Connects to `url`. With `push`, the connection speaks RESP3, hands
     /// pushed messages to it and restores subscriptions after reconnects.
+    /// With `lazy` (one server only), it returns at once and connects on
+    /// first use, so a server that is down now can join later.
     pub async fn connect(
         url: &RedisUrl,
         push: Option<Box<dyn AsyncPushSender>>,
+        lazy: bool,
     ) -> RedisResult<Conn> {
         let protocol = if push.is_some() {
             ProtocolVersion::RESP3
@@ -110,9 +113,12 @@ impl Conn {
         };
         #[cfg(not(feature = "redis-tls"))]
         let client = redis::Client::open(info)?;
-        Ok(Conn::Single(
-            ConnectionManager::new_with_config(client, config).await?,
-        ))
+        let manager = if lazy {
+            ConnectionManager::new_lazy_with_config(client, config)?
+        } else {
+            ConnectionManager::new_with_config(client, config).await?
+        };
+        Ok(Conn::Single(manager))
     }
 
     /// SUBSCRIBE (RESP3 connections only).

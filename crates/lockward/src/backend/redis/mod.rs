@@ -17,8 +17,8 @@
 //! Expiry is timed by Redis's clock (`PX`), so client clock skew does not
 //! matter. Key names are documented in [`keys`].
 
-mod channels;
-mod conn;
+pub(crate) mod channels;
+pub(crate) mod conn;
 pub mod keys;
 pub mod scripts;
 
@@ -60,7 +60,7 @@ impl RedisBackend {
                 why: "TLS to Redis needs lockward's `redis-tls` cargo feature".into(),
             });
         }
-        let conn = Conn::connect(url, None)
+        let conn = Conn::connect(url, None, false)
             .await
             .map_err(|e| conn::connect_error(&address, e))?;
         Ok(RedisBackend {
@@ -110,9 +110,9 @@ impl RedisBackend {
     }
 }
 
-/// A redis-rs error as lockward's. Its text never holds the password: the
+/// A redis-rs error as lockward's (for the other Redis-based backends too). Its text never holds the password: the
 /// address is lockward's redacted one, and redis-rs does not echo AUTH.
-fn redis_error(address: &str, e: redis::RedisError) -> Error {
+pub(crate) fn redis_error(address: &str, e: redis::RedisError) -> Error {
     let message = match e.kind() {
         redis::ErrorKind::AuthenticationFailed => {
             "authentication failed: check the user and password in the URL".to_string()
@@ -125,11 +125,11 @@ fn redis_error(address: &str, e: redis::RedisError) -> Error {
     }
 }
 
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-fn int(v: &Value) -> Option<i64> {
+pub(crate) fn int(v: &Value) -> Option<i64> {
     match v {
         Value::Int(n) => Some(*n),
         Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
@@ -138,7 +138,7 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
-fn text(v: &Value) -> Option<String> {
+pub(crate) fn text(v: &Value) -> Option<String> {
     match v {
         Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
         Value::SimpleString(s) => Some(s.clone()),

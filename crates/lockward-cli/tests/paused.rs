@@ -1,0 +1,86 @@
+//! The seed's paused holder, with real processes: `lockward run` is stopped
+//! with SIGSTOP past its TTL, another instance takes the lock with a larger
+//! fence, and when the first resumes it notices the loss, stops its command
+//! and exits 76.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{lockward, wait_for_file};
+
+fn paused_holder_loses_to_a_larger_fence(store_url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut first = Command::new(lockward())
+        .args([
+            "--store", store_url, "run", "paused", "--ttl", "600ms", "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            r#"echo "$LOCKWARD_FENCE" > "$1/first"; while :; do sleep 0.05; done"#,
+            "sh",
+        ])
+        .arg(d)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first_fence: u64 = wait_for_file(&d.join("first"), Duration::from_secs(10))
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(first.id() as i32, libc::SIGSTOP) };
+    let second = Command::new(lockward())
+        .args(["--store", store_url, "run", "paused", "--wait", "5s", "--"])
+        .args(["sh", "-c", r#"echo "$LOCKWARD_FENCE" > "$1/second""#, "sh"])
+        .arg(d)
+        .output()
+        .unwrap();
+    assert!(second.status.success(), "{second:?}");
+    let second_fence: u64 = wait_for_file(&d.join("second"), Duration::from_secs(1))
+        .parse()
+        .unwrap();
+    assert!(
+        second_fence > first_fence,
+        "{second_fence} <= {first_fence}"
+    );
+    let resumed = Instant::now();
+    unsafe { libc::kill(first.id() as i32, libc::SIGCONT) };
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lost"));
+    assert!(
+        resumed.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        resumed.elapsed()
+    );
+}
+
+#[test]
+fn sqlite_paused_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    paused_holder_loses_to_a_larger_fence(&format!(
+        "sqlite://{}",
+        dir.path().join("l.db").display()
+    ));
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn redis_paused_holder() {
+    let server = lockward_testkit::RedisServer::start();
+    paused_holder_loses_to_a_larger_fence(&server.url());
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn redlock_paused_holder() {
+    let masters = lockward_testkit::RedisMasters::start(5, Default::default());
+    paused_holder_loses_to_a_larger_fence(&masters.url());
+}
