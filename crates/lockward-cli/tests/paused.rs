@@ -13,7 +13,7 @@ use common::{lockward, wait_for_file};
 fn paused_holder_loses_to_a_larger_fence(store_url: &str) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut first = Command::new(lockward())
+    let first = Command::new(lockward())
         .args([
             "--store", store_url, "run", "paused", "--ttl", "600ms", "--",
         ])
