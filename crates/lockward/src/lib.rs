@@ -29,6 +29,7 @@ pub mod duration;
 mod error;
 mod guard;
 mod lease;
+mod line;
 mod name;
 mod options;
 mod owner;

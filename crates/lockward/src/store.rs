@@ -10,6 +10,7 @@ use crate::duration::check_ttl;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::lease::{local_deadline, Lease, LockInfo};
+use crate::line::Lines;
 use crate::name::Name;
 use crate::options::LockOptions;
 use crate::owner::OwnerId;
@@ -41,6 +42,8 @@ pub struct Store {
     backend: Arc<dyn Backend>,
     /// Started on the first guard that renews, on that guard's runtime.
     renewer: Arc<OnceLock<Arc<Renewer>>>,
+    /// Local waiters queue here before waiting on the backend.
+    lines: Arc<Lines>,
 }
 
 impl Store {
@@ -86,6 +89,7 @@ impl Store {
         Store {
             backend: Arc::new(backend),
             renewer: Arc::new(OnceLock::new()),
+            lines: Arc::default(),
         }
     }
 
@@ -128,12 +132,17 @@ impl Store {
         let began = Instant::now();
         let deadline = opts.wait.map(|w| began + w);
         let req = request(&name, owner, opts);
+        let timed_out = || Error::TimedOut {
+            name: name.to_string(),
+            waited: began.elapsed(),
+        };
+        // Our turn among this process's waiters; held only while waiting.
+        let Some(_turn) = self.lines.turn(&name, deadline).await else {
+            return Err(timed_out());
+        };
         match self.backend.acquire(&req, deadline).await? {
-            Some(grant) => Ok(self.guard(name, owner, grant.fence, grant.started, opts)),
-            None => Err(Error::TimedOut {
-                name: name.to_string(),
-                waited: began.elapsed(),
-            }),
+            Some(grant) => Ok(self.guard(name.clone(), owner, grant.fence, grant.started, opts)),
+            None => Err(timed_out()),
         }
     }
 

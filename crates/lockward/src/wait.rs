@@ -53,6 +53,7 @@ pub async fn acquire_by_rechecking<B: Backend + ?Sized>(
     let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
     let mut first = true;
     loop {
+        subscription.mark_seen();
         let started = Instant::now();
         let expires_in = match backend.try_acquire(req).await {
             Ok(Attempt::Granted { fence }) => return Ok(Some(Grant { fence, started })),

@@ -89,6 +89,12 @@ pub struct Grant {
 pub trait Wakeup: Send {
     /// Resolves at the next notification (possibly a spurious one).
     async fn changed(&mut self);
+
+    /// Forgets notifications delivered so far. The waiter calls it right
+    /// before each re-check, which covers them; later ones still wake it.
+    /// This folds a burst (one release published on N masters) into one
+    /// re-check.
+    fn mark_seen(&mut self) {}
 }
 
 /// A subscription to a name's release notifications, taken *before* the
@@ -109,6 +115,13 @@ impl Subscription {
     /// Whether notifications are pushed (else the caller must poll).
     pub fn is_pushed(&self) -> bool {
         self.0.is_some()
+    }
+
+    /// Forgets notifications delivered so far (see [`Wakeup::mark_seen`]).
+    pub fn mark_seen(&mut self) {
+        if let Some(w) = &mut self.0 {
+            w.mark_seen();
+        }
     }
 
     /// Waits for the next notification; never resolves when polling.

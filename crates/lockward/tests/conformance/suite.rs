@@ -26,7 +26,7 @@ macro_rules! conformance {
             extend_keeps, renewal_keeps, waiter_wakes_promptly, fifo_where_claimed,
             lost_fires, acquire_times_out, cancelled_wait_leaves_nothing,
             with_lock_cancels_work, inspect_and_list, drop_releases, bad_input,
-            paused_holder_learns_it_lost);
+            paused_holder_learns_it_lost, local_waiters_in_order);
     };
     (@tests $fixture:path; $($check:ident),*) => {
         $(
@@ -504,4 +504,31 @@ pub async fn paused_holder_learns_it_lost(f: &impl Fixture) {
     );
     assert!(matches!(release, Err(Error::Lost { .. })), "{release:?}");
     other.release().await.unwrap();
+}
+
+/// Waiters on one store handle queue locally and acquire in the order they
+/// came, on every backend (the store's waiting line).
+pub async fn local_waiters_in_order(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("line");
+    let holder = store.try_acquire(&name, &short(10_000)).await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut waiters = Vec::new();
+    for i in 0..5 {
+        let (s, name, order) = (store.clone(), name.clone(), order.clone());
+        waiters.push(tokio::spawn(async move {
+            let g = s.acquire(&name, &short(10_000)).await.unwrap();
+            order.lock().unwrap().push(i);
+            g.release().await.unwrap();
+        }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder.release().await.unwrap();
+    for w in waiters {
+        tokio::time::timeout(Duration::from_secs(10), w)
+            .await
+            .expect("waiter starved")
+            .unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
 }

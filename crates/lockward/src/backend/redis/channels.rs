@@ -145,6 +145,10 @@ impl Wakeup for ChannelWakeup {
             std::future::pending::<()>().await;
         }
     }
+
+    fn mark_seen(&mut self) {
+        self.receiver.borrow_and_update();
+    }
 }
 
 impl Drop for ChannelWakeup {

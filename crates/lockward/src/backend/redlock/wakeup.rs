@@ -31,4 +31,10 @@ impl Wakeup for AnyMaster {
         })
         .await
     }
+
+    fn mark_seen(&mut self) {
+        for w in &mut self.0 {
+            w.mark_seen();
+        }
+    }
 }
