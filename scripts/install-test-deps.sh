@@ -3,14 +3,21 @@
 # Idempotent: does nothing when everything is already there.
 #   redis-server, redis-tools  the Redis backend's tests and benchmarks
 #   openssl                    test certificates for TLS to Redis
+#   etcd-server, etcd-client   the etcd backend's tests (etcd, etcdctl)
+#   protobuf-compiler, libprotobuf-dev
+#                              protoc and its well-known types, to build etcd-client
 set -euo pipefail
 
-packages=(redis-server redis-tools openssl)
-commands=(redis-server redis-cli redis-benchmark openssl)
+packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev)
+commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc)
+files=(/usr/include/google/protobuf/descriptor.proto)
 
 missing=()
 for c in "${commands[@]}"; do
   command -v "$c" >/dev/null 2>&1 || missing+=("$c")
+done
+for f in "${files[@]}"; do
+  [ -e "$f" ] || missing+=("$f")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-test-deps: everything is installed"
@@ -28,6 +35,6 @@ $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
 # The packages start system services we do not use: tests start their own
 # servers on free loopback ports.
-for service in redis-server; do
+for service in redis-server etcd; do
   $sudo service "$service" stop >/dev/null 2>&1 || true
 done

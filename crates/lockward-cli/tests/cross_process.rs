@@ -113,3 +113,10 @@ fn redlock_cross_process() {
     let masters = lockward_testkit::RedisMasters::start(3, Default::default());
     run_cross_process(&masters.url());
 }
+
+#[cfg(feature = "etcd")]
+#[test]
+fn etcd_cross_process() {
+    let etcd = lockward_testkit::EtcdCluster::start_single();
+    run_cross_process(&etcd.url());
+}

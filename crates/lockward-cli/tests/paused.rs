@@ -84,3 +84,10 @@ fn redlock_paused_holder() {
     let masters = lockward_testkit::RedisMasters::start(5, Default::default());
     paused_holder_loses_to_a_larger_fence(&masters.url());
 }
+
+#[cfg(feature = "etcd")]
+#[test]
+fn etcd_paused_holder() {
+    let etcd = lockward_testkit::EtcdCluster::start_single();
+    paused_holder_loses_to_a_larger_fence(&etcd.url());
+}

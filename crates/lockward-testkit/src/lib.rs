@@ -6,10 +6,12 @@
 //!
 //! A missing server binary is an error that names the install script.
 
+pub mod etcd;
 mod port;
 mod process;
 pub mod redis;
 
+pub use etcd::EtcdCluster;
 pub use port::free_port;
 pub use process::ServerProcess;
 pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};

@@ -169,8 +169,9 @@ impl Guard {
     }
 
     /// Releases the lock on the store, owner-checked and atomic. Fails with
-    /// [`Error::Lost`] when the lease had already ended: work done under it
-    /// may have overlapped with another holder.
+    /// [`Error::Lost`] when the lease had already ended (on the store, or
+    /// locally: its deadline passed), but releases it on the store anyway:
+    /// work done after the deadline may have overlapped with another holder.
     pub async fn release(self) -> Result<()> {
         let was_lost = self.standing.borrow().lost_at(Instant::now());
         self.end();
@@ -181,6 +182,11 @@ impl Guard {
         match result {
             Err(Error::NotOwner { .. }) => {
                 Err(self.lost_error(was_lost.unwrap_or(LostReason::TakenOver)))
+            }
+            // Released, but after the local deadline: whatever ran after it
+            // was not protected, however slow the store was to notice.
+            Ok(()) if was_lost.is_some() => {
+                Err(self.lost_error(was_lost.unwrap_or(LostReason::Expired)))
             }
             other => other,
         }

@@ -68,6 +68,10 @@ impl Store {
             StoreUrl::Redlock(redlock) => Ok(Store::from_backend(
                 crate::backend::redlock::RedlockBackend::connect(redlock).await?,
             )),
+            #[cfg(feature = "etcd")]
+            StoreUrl::Etcd(etcd) => Ok(Store::from_backend(
+                crate::backend::etcd::EtcdBackend::connect(etcd).await?,
+            )),
             #[allow(unreachable_patterns)]
             other => Err(Error::Unsupported {
                 scheme: other.scheme().to_string(),

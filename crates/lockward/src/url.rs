@@ -7,6 +7,7 @@
 //! | `redis://[user:pass@]host:port[/db][?prefix=…]`, `rediss://` | one Redis |
 //! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]`, `rediss+cluster://` | a Redis Cluster |
 //! | `redlock://[user:pass@]h1:port,h2:port,h3:port[?prefix=…]` | N independent Redis masters |
+//! | `etcd://[user:pass@]h1:2379,h2:2379[?prefix=…]`, `etcds://…?ca=PATH` | an etcd v3 cluster |
 //!
 //! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
 //! otherwise) and, for client certificates, `cert=PATH&key=PATH`.
@@ -101,6 +102,26 @@ pub enum StoreUrl {
     Redis(RedisUrl),
     /// `redlock://`: N independent Redis masters, majority quorum.
     Redlock(RedlockUrl),
+    /// `etcd://` or `etcds://`: an etcd v3 cluster.
+    Etcd(EtcdUrl),
+}
+
+/// The parts of an `etcd://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtcdUrl {
+    /// `etcds://`: connect with TLS.
+    pub tls: bool,
+    /// The cluster's client endpoints.
+    pub endpoints: Vec<Endpoint>,
+    /// User name for etcd's authentication.
+    pub user: Option<String>,
+    /// Password for etcd's authentication.
+    pub password: Option<Secret>,
+    /// Prefix of every key lockward writes, `lockward/` by default; with it,
+    /// `etcdctl lock lockward/NAME` and lockward's lock NAME are one lock.
+    pub prefix: String,
+    /// TLS only: PEM file of trusted roots (`ca=`).
+    pub ca: Option<PathBuf>,
 }
 
 /// The parts of a `redlock://` URL.
@@ -248,6 +269,28 @@ impl StoreUrl {
                     prefix: parts.param("prefix").unwrap_or("lockward:").to_string(),
                 }))
             }
+            "etcd" | "etcds" => {
+                let tls = parts.scheme == "etcds";
+                parts.expect_nothing_but(if tls { &["prefix", "ca"] } else { &["prefix"] })?;
+                if !parts.path.trim_matches('/').is_empty() {
+                    return Err(url_error(
+                        "etcd:// takes no path; use ?prefix= for a namespace",
+                    ));
+                }
+                if parts.user.is_some() != parts.password.is_some() {
+                    return Err(url_error(
+                        "etcd authentication needs both a user and a password",
+                    ));
+                }
+                Ok(StoreUrl::Etcd(EtcdUrl {
+                    tls,
+                    endpoints: parts.endpoints(2379)?,
+                    user: parts.user.clone(),
+                    password: parts.password.clone(),
+                    prefix: parts.param("prefix").unwrap_or("lockward/").to_string(),
+                    ca: parts.param("ca").map(PathBuf::from),
+                }))
+            }
             other if KNOWN_SCHEMES.contains(&other) => Err(Error::Unsupported {
                 scheme: other.to_string(),
                 why: "this backend is not implemented in this version of lockward yet".into(),
@@ -269,6 +312,8 @@ impl StoreUrl {
             StoreUrl::Redis(r) if r.tls => "rediss",
             StoreUrl::Redis(_) => "redis",
             StoreUrl::Redlock(_) => "redlock",
+            StoreUrl::Etcd(e) if e.tls => "etcds",
+            StoreUrl::Etcd(_) => "etcd",
         }
     }
 }
@@ -279,6 +324,23 @@ impl fmt::Display for StoreUrl {
         match self {
             StoreUrl::Memory => f.write_str("memory://"),
             StoreUrl::Sqlite { path } => write!(f, "sqlite://{}", path.display()),
+            StoreUrl::Etcd(e) => {
+                write!(f, "{}://", self.scheme())?;
+                write_auth(f, &e.user, &e.password)?;
+                let hosts: Vec<String> = e.endpoints.iter().map(Endpoint::to_string).collect();
+                write!(f, "{}", hosts.join(","))?;
+                let mut params = Vec::new();
+                if e.prefix != "lockward/" {
+                    params.push(format!("prefix={}", e.prefix));
+                }
+                if let Some(ca) = &e.ca {
+                    params.push(format!("ca={}", ca.display()));
+                }
+                if !params.is_empty() {
+                    write!(f, "?{}", params.join("&"))?;
+                }
+                Ok(())
+            }
             StoreUrl::Redlock(r) => {
                 f.write_str("redlock://")?;
                 write_auth(f, &r.user, &r.password)?;
@@ -609,6 +671,19 @@ mod tests {
     }
 
     #[test]
+    fn etcd_endpoints() {
+        let url = StoreUrl::parse("etcd://root:pw@a,b:2380?prefix=").unwrap();
+        let StoreUrl::Etcd(e) = &url else {
+            panic!("not etcd: {url:?}")
+        };
+        assert_eq!(e.endpoints[0].port, 2379);
+        assert_eq!(e.prefix, "");
+        assert_eq!(url.to_string(), "etcd://root:***@a:2379,b:2380?prefix=");
+        assert!(StoreUrl::parse("etcd://a/x").is_err());
+        assert!(StoreUrl::parse("etcd://u@a").is_err());
+    }
+
+    #[test]
     fn errors_name_the_problem() {
         for (url, needle) in [
             ("nope", "scheme"),
@@ -624,7 +699,7 @@ mod tests {
             assert!(err.contains(needle), "{url}: {err}");
         }
         assert!(matches!(
-            StoreUrl::parse("etcd://h:2379"),
+            StoreUrl::parse("zk://h:2181"),
             Err(Error::Unsupported { .. })
         ));
     }

@@ -14,6 +14,8 @@ use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;

@@ -4,6 +4,8 @@
 
 mod suite;
 
+#[cfg(feature = "etcd")]
+mod etcd;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis;

@@ -1,0 +1,639 @@
+//! `etcd://`: locks on an etcd v3 cluster, in the layout of Go's
+//! `concurrency.Mutex` (see [`keys`]), so `etcdctl lock` and lockward
+//! exclude each other.
+//!
+//! - **Leases, one per guard.** Each acquisition grants its own lease and
+//!   attaches its contender key to it. A per-guard lease keeps each lock's
+//!   TTL its own, lets one lock be lost without taking the others down, and
+//!   makes release one `LeaseRevoke` that deletes the key atomically. etcd
+//!   leases count whole seconds, so the server keeps a key for
+//!   ⌈TTL⌉ s (at least 1 s): never shorter than asked, and the holder's local
+//!   deadline still counts from the TTL asked for.
+//! - **Acquire**: put the key `if create_revision == 0`, then the holder is
+//!   the key with the lowest create revision under the name's prefix. The
+//!   fence is our key's create revision: revisions are global and only
+//!   grow, so every later key of the name has a larger one.
+//! - **Waiting is FIFO**: a waiter watches only the key created just before
+//!   its own (no herd) and re-checks when it is deleted. Its lease is kept
+//!   alive while it waits.
+//! - **Loss**: renewal is a keep-alive plus a check that our key still
+//!   exists; a lease that is gone (TTL 0) or a deleted key is loss.
+//!
+//! Every call opens its own stream (keep-alive, watch), so nothing is left
+//! to restore after a server restart or a failover: the next call reconnects.
+//! The store keeps one client per member and moves to the next member when
+//! one stops answering (tonic's balancer keeps routing to a dead member);
+//! members without a leader refuse calls rather than serve stale reads.
+
+pub mod keys;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder,
+    SortTarget, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
+
+use crate::backend::{Attempt, Backend, Capabilities, Grant, Request};
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+use crate::url::{EtcdUrl, StoreUrl};
+
+/// Bound on each unary call (a paused or partitioned member).
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+/// A waiter re-checks at least this often even while its watch is quiet,
+/// in case the watch's member died (the delete would then never arrive).
+const WATCH_SAFETY_NET: Duration = Duration::from_secs(1);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The etcd backend.
+pub struct EtcdBackend {
+    address: String,
+    prefix: String,
+    /// One client per member; `current` is the one in use.
+    clients: Vec<Client>,
+    current: AtomicUsize,
+    /// The lease of each lock this store holds: only the holder knows it.
+    leases: Mutex<HashMap<(Name, OwnerId), Held>>,
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    lease: i64,
+    key: String,
+}
+
+/// A contender key whose lease must be revoked unless we end up holding it:
+/// revoked on drop (a cancelled or timed-out wait), kept by `keep()`.
+struct Contender<'a> {
+    backend: &'a EtcdBackend,
+    lease: i64,
+    key: String,
+    revision: i64,
+    /// When the lease's TTL last started counting: its grant, or the send
+    /// time of the last keep-alive the server acknowledged.
+    refreshed: Arc<Mutex<Instant>>,
+    keepalive: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Contender<'_> {
+    fn drop(&mut self) {
+        if let Some(task) = self.keepalive.take() {
+            task.abort();
+        }
+        if self.lease != 0 {
+            let mut client = self.backend.client();
+            let lease = self.lease;
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = client.lease_revoke(lease).await;
+                });
+            }
+        }
+    }
+}
+
+impl Contender<'_> {
+    /// We hold the lock: stop the waiting keep-alive, keep the lease.
+    fn keep(mut self) -> Held {
+        if let Some(task) = self.keepalive.take() {
+            task.abort();
+        }
+        let held = Held {
+            lease: self.lease,
+            key: std::mem::take(&mut self.key),
+        };
+        self.lease = 0;
+        held
+    }
+}
+
+/// A contender's standing in its line.
+enum Place {
+    First,
+    Behind,
+    Gone,
+}
+
+/// etcd counts lease TTLs in whole seconds.
+fn lease_seconds(ttl: Duration) -> i64 {
+    let secs = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+    i64::try_from(secs.max(1)).unwrap_or(i64::MAX)
+}
+
+impl EtcdBackend {
+    /// Connects to the cluster of `url`.
+    pub async fn connect(url: &EtcdUrl) -> Result<Self> {
+        let address = StoreUrl::Etcd(url.clone()).to_string();
+        if url.tls {
+            return Err(Error::Unsupported {
+                scheme: "etcds".into(),
+                why: "TLS to etcd is not built into this version of lockward".into(),
+            });
+        }
+        let mut options = ConnectOptions::new()
+            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_require_leader(true)
+            // Notice a dead member within about two seconds.
+            .with_keep_alive(Duration::from_secs(1), Duration::from_secs(1))
+            .with_keep_alive_while_idle(true);
+        if let (Some(user), Some(password)) = (&url.user, &url.password) {
+            options = options.with_user(user.clone(), password.expose().to_string());
+        }
+        let mut clients = Vec::new();
+        for endpoint in &url.endpoints {
+            let connect = Client::connect([format!("http://{endpoint}")], Some(options.clone()));
+            match tokio::time::timeout(CONNECT_TIMEOUT * 2, connect).await {
+                Ok(Ok(client)) => clients.push(client),
+                Ok(Err(e)) => return Err(unavailable(&address, e)),
+                Err(_) => {
+                    return Err(Error::Unavailable {
+                        address,
+                        message: format!("no answer within {:?}", CONNECT_TIMEOUT * 2),
+                    })
+                }
+            }
+        }
+        let backend = EtcdBackend {
+            address,
+            prefix: url.prefix.clone(),
+            clients,
+            current: AtomicUsize::new(0),
+            leases: Mutex::new(HashMap::new()),
+        };
+        // A round trip now, so a cluster that is down fails here, clearly.
+        backend
+            .call(|mut c| async move { c.get("lockward-ping", None).await })
+            .await?;
+        Ok(backend)
+    }
+
+    /// The client of the member in use.
+    fn client(&self) -> Client {
+        self.clients[self.current.load(Ordering::Relaxed) % self.clients.len()].clone()
+    }
+
+    /// Runs one unary call with a timeout, on the member in use, moving on
+    /// to the next member when it cannot be reached. Every call lockward
+    /// makes is safe to repeat (the put is conditional on absence; a lease
+    /// granted twice just expires).
+    async fn call<T, F, Fut>(&self, op: F) -> Result<T>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let mut last = None;
+        for _ in 0..self.clients.len() {
+            let at = self.current.load(Ordering::Relaxed);
+            let client = self.clients[at % self.clients.len()].clone();
+            let error = match tokio::time::timeout(CALL_TIMEOUT, op(client)).await {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) if !unreachable(&e) => return Err(unavailable(&self.address, e)),
+                Ok(Err(e)) => unavailable(&self.address, e),
+                Err(_) => Error::Unavailable {
+                    address: self.address.clone(),
+                    message: format!("no answer within {CALL_TIMEOUT:?}"),
+                },
+            };
+            // Move on, unless another call moved on already.
+            let _ = self
+                .current
+                .compare_exchange(at, at + 1, Ordering::Relaxed, Ordering::Relaxed);
+            last = Some(error);
+        }
+        Err(last.unwrap_or_else(|| Error::Unavailable {
+            address: self.address.clone(),
+            message: "no members".into(),
+        }))
+    }
+
+    fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Held>> {
+        self.leases.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Grants a lease and puts our contender key if absent; returns it with
+    /// its create revision and whether it is the lowest (the holder).
+    async fn enter(&self, req: &Request<'_>) -> Result<(Contender<'_>, bool)> {
+        let prefix = keys::lock_prefix(&self.prefix, req.name);
+        let ttl = lease_seconds(req.ttl);
+        let granted_from = Instant::now();
+        let lease = self
+            .call(|mut c| async move { c.lease_grant(ttl, None).await })
+            .await?
+            .id();
+        let key = keys::contender_key(&prefix, lease);
+        let mut contender = Contender {
+            backend: self,
+            lease,
+            key: key.clone(),
+            revision: 0,
+            refreshed: Arc::new(Mutex::new(granted_from)),
+            keepalive: None,
+        };
+        let value = match req.label {
+            Some(label) => format!("{} {label}", req.owner),
+            None => req.owner.to_string(),
+        };
+        let first = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(
+                    key.clone(),
+                    value,
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::get(prefix.clone(), Some(first.clone())),
+            ])
+            .or_else([
+                TxnOp::get(key.clone(), None),
+                TxnOp::get(prefix.clone(), Some(first)),
+            ]);
+        let resp = self
+            .call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
+        let responses = resp.op_responses();
+        contender.revision = if resp.succeeded() {
+            resp.header().map(|h| h.revision()).unwrap_or(0)
+        } else {
+            match responses.first() {
+                Some(TxnOpResponse::Get(g)) => {
+                    g.kvs().first().map(|kv| kv.create_revision()).unwrap_or(0)
+                }
+                _ => 0,
+            }
+        };
+        let holder_revision = match responses.get(1) {
+            Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
+            _ => None,
+        };
+        if contender.revision <= 0 {
+            return Err(self.protocol("the contender key was not created"));
+        }
+        let holds = holder_revision == Some(contender.revision);
+        Ok((contender, holds))
+    }
+
+    fn protocol(&self, message: &str) -> Error {
+        Error::Protocol {
+            address: self.address.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    /// Keeps the contender's lease alive every `every` until aborted,
+    /// recording each acknowledged refresh.
+    fn keep_alive_while_waiting(
+        &self,
+        contender: &Contender<'_>,
+        every: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let mut client = self.client();
+        let lease = contender.lease;
+        let refreshed = contender.refreshed.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let sent = Instant::now();
+                if let Ok((mut keeper, mut stream)) = client.lease_keep_alive(lease).await {
+                    let _ = keeper.keep_alive().await;
+                    if let Ok(Some(r)) = stream.message().await {
+                        if r.ttl() > 0 {
+                            *refreshed.lock().unwrap_or_else(|p| p.into_inner()) = sent;
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// Waits until the key created just before ours is deleted (or a second
+    /// passed, as a safety net), or the deadline passes (`false`). Returns
+    /// at once if there is none.
+    async fn wait_for_predecessor(
+        &self,
+        prefix: &str,
+        revision: i64,
+        deadline: Option<Instant>,
+    ) -> Result<bool> {
+        let before = GetOptions::new()
+            .with_prefix()
+            .with_max_create_revision(revision - 1)
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(1);
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (prefix.to_string(), before.clone());
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        let Some(predecessor) = resp.kvs().first() else {
+            return Ok(true);
+        };
+        let pred_key = predecessor.key().to_vec();
+        // Watch from just after our read, so a delete in between is seen.
+        let from = resp.header().map(|h| h.revision() + 1).unwrap_or(0);
+        let mut client = self.client();
+        let watch = async {
+            let mut stream = client
+                .watch(
+                    pred_key,
+                    Some(WatchOptions::new().with_start_revision(from)),
+                )
+                .await?;
+            while let Some(msg) = stream.message().await? {
+                if msg.canceled() {
+                    break;
+                }
+                if msg
+                    .events()
+                    .iter()
+                    .any(|e| e.event_type() == EventType::Delete)
+                {
+                    break;
+                }
+            }
+            Ok::<(), etcd_client::Error>(())
+        };
+        let net = Instant::now() + WATCH_SAFETY_NET;
+        let wake = deadline.map_or(net, |d| d.min(net));
+        let outcome = match tokio::time::timeout_at(wake.into(), watch).await {
+            Ok(r) => r,
+            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => return Ok(false),
+            Err(_) => Ok(()),
+        };
+        // A broken watch (restart, failover) just means: look again.
+        if let Err(e) = outcome {
+            tracing::debug!(address = %self.address, error = %e, "watch ended; re-checking");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(true)
+    }
+
+    /// Where the key of create revision `revision` stands in its line.
+    async fn place(&self, prefix: &str, revision: i64) -> Result<Place> {
+        let first = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (prefix.to_string(), first.clone());
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        Ok(match resp.kvs().first().map(|kv| kv.create_revision()) {
+            Some(first) if first == revision => Place::First,
+            Some(first) if first < revision => Place::Behind,
+            // Nothing before us, yet not us: our key (and lease) is gone.
+            _ => Place::Gone,
+        })
+    }
+
+    /// One keep-alive; `false` when the lease is gone.
+    async fn keep_alive_once(&self, lease: i64) -> Result<bool> {
+        self.call(|mut c| async move {
+            let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
+            keeper.keep_alive().await?;
+            Ok(stream
+                .message()
+                .await?
+                .map(|r| r.ttl() > 0)
+                .unwrap_or(false))
+        })
+        .await
+    }
+}
+
+/// Whether `e` says the member could not be reached or has no leader (try
+/// another), rather than that the request itself was refused.
+fn unreachable(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
+        etcd_client::Error::GRpcStatus(s) => matches!(
+            s.code(),
+            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Unknown
+        ),
+        _ => false,
+    }
+}
+
+fn unavailable(address: &str, e: etcd_client::Error) -> Error {
+    let message = match &e {
+        etcd_client::Error::GRpcStatus(s)
+            if s.code() == tonic::Code::InvalidArgument
+                && s.message().contains("authentication") =>
+        {
+            "authentication failed: check the user and password in the URL".to_string()
+        }
+        etcd_client::Error::GRpcStatus(s) => format!("{}: {}", s.code(), s.message()),
+        other => other.to_string(),
+    };
+    Error::Unavailable {
+        address: address.to_string(),
+        message,
+    }
+}
+
+#[async_trait]
+impl Backend for EtcdBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: true,
+            pushed_wakeups: true,
+            server_detects_loss: false,
+            server_clock: true,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let (contender, holds) = self.enter(req).await?;
+        if !holds {
+            // Go's TryLock: leave the line at once (the drop revokes).
+            return Ok(Attempt::Held { expires_in: None });
+        }
+        let fence = contender.revision as u64;
+        let held = contender.keep();
+        self.leases().insert((req.name.clone(), req.owner), held);
+        Ok(Attempt::Granted { fence })
+    }
+
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        let prefix = keys::lock_prefix(&self.prefix, req.name);
+        let contender = 'line: loop {
+            let (mut contender, holds) = self.enter(req).await?;
+            if holds {
+                break contender;
+            }
+            contender.keepalive = Some(self.keep_alive_while_waiting(&contender, req.ttl / 3));
+            loop {
+                if !self
+                    .wait_for_predecessor(&prefix, contender.revision, deadline)
+                    .await?
+                {
+                    return Ok(None);
+                }
+                match self.place(&prefix, contender.revision).await? {
+                    Place::First => break 'line contender,
+                    Place::Behind => {}
+                    // Our lease lapsed while we waited (keep-alives failed):
+                    // join the line again with a new one.
+                    Place::Gone => continue 'line,
+                }
+            }
+        };
+        // The lease aged while we waited: the local deadline counts from its
+        // last acknowledged refresh, which the keep-alive kept within TTL/3.
+        let granted_at = *contender
+            .refreshed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let fence = contender.revision as u64;
+        let held = contender.keep();
+        self.leases().insert((req.name.clone(), req.owner), held);
+        Ok(Some(Grant {
+            fence,
+            started: granted_at,
+        }))
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, _ttl: Duration) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        let Some(held) = self.leases().get(&(name.clone(), owner)).cloned() else {
+            return Err(not_owner());
+        };
+        let alive = self.keep_alive_once(held.lease).await?;
+        let key = held.key.clone();
+        let exists = alive
+            && self
+                .call(|mut c| {
+                    let key = key.clone();
+                    async move { c.get(key, Some(GetOptions::new().with_count_only())).await }
+                })
+                .await?
+                .count()
+                > 0;
+        if exists {
+            Ok(())
+        } else {
+            self.leases().remove(&(name.clone(), owner));
+            Err(not_owner())
+        }
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let Some(held) = self.leases().remove(&(name.clone(), owner)) else {
+            return Err(Error::NotOwner {
+                name: name.to_string(),
+            });
+        };
+        let lease = held.lease;
+        let revoked = self
+            .call(|mut c| async move {
+                match c.lease_revoke(lease).await {
+                    Ok(_) => Ok(true),
+                    Err(etcd_client::Error::GRpcStatus(s)) if s.code() == tonic::Code::NotFound => {
+                        Ok(false)
+                    }
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        if revoked {
+            Ok(())
+        } else {
+            Err(Error::NotOwner {
+                name: name.to_string(),
+            })
+        }
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let prefix = keys::lock_prefix(&self.prefix, name);
+        let opts = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend);
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (prefix.clone(), opts.clone());
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        let Some(first) = resp.kvs().first() else {
+            return Ok(None);
+        };
+        let value = String::from_utf8_lossy(first.value()).into_owned();
+        let (owner, label) = match value.split_once(' ') {
+            Some((o, l)) => (o.to_string(), Some(l.to_string())),
+            None => (value.clone(), None),
+        };
+        let lease = first.lease();
+        let ttl = self
+            .call(|mut c| async move { c.lease_time_to_live(lease, None).await })
+            .await
+            .ok()
+            .map(|r| r.ttl())
+            .and_then(|s| u64::try_from(s).ok())
+            .map(Duration::from_secs);
+        Ok(Some(LockInfo {
+            name: name.to_string(),
+            owner: if owner.is_empty() {
+                "(etcdctl)".into()
+            } else {
+                owner
+            },
+            holder: label,
+            fence: u64::try_from(first.create_revision()).ok(),
+            expires_in: ttl,
+            waiters: Some(resp.kvs().len() - 1),
+        }))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let range = format!("{}{}", self.prefix, keys::escape(prefix));
+        let opts = GetOptions::new().with_prefix().with_keys_only();
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (range.clone(), opts.clone());
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        let mut names: Vec<Name> = resp
+            .kvs()
+            .iter()
+            .filter_map(|kv| std::str::from_utf8(kv.key()).ok())
+            .filter_map(|k| keys::name_of(&self.prefix, k))
+            .filter_map(|n| Name::new(n).ok())
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut held = Vec::new();
+        for name in names {
+            if let Some(info) = self.inspect(&name).await? {
+                held.push(info);
+            }
+        }
+        Ok(held)
+    }
+}

@@ -1,0 +1,172 @@
+//! etcd-specific behaviour: interoperability with `etcdctl lock`, leader
+//! failover, an unreachable cluster.
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockward::{Error, LockOptions, Renewal, Store};
+use lockward_testkit::EtcdCluster;
+
+fn opts(ttl_ms: u64) -> LockOptions {
+    LockOptions::new().ttl(Duration::from_millis(ttl_ms))
+}
+
+/// Waits until `path` exists.
+fn wait_file(path: &std::path::Path, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if path.exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_lock_waits_for_lockward() {
+    let etcd = EtcdCluster::start_single();
+    let store = Store::open(&etcd.url()).await.unwrap();
+    let guard = store.try_acquire("interop", &opts(10_000)).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("etcdctl-ran");
+    let mut etcdctl = etcd
+        .etcdctl_command(&[
+            "lock",
+            "lockward/interop",
+            "touch",
+            marker.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        !wait_file(&marker, Duration::from_millis(800)),
+        "etcdctl lock ran while lockward held the lock"
+    );
+    guard.release().await.unwrap();
+    assert!(
+        wait_file(&marker, Duration::from_secs(5)),
+        "etcdctl lock never ran after the release"
+    );
+    etcdctl.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lockward_waits_for_etcdctl_lock() {
+    let etcd = EtcdCluster::start_single();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("etcdctl-holds");
+    let script = format!("touch {}; sleep 1.5", marker.display());
+    let mut etcdctl = etcd
+        .etcdctl_command(&["lock", "lockward/interop", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_file(&marker, Duration::from_secs(5)),
+        "etcdctl never took the lock"
+    );
+    let store = Store::open(&etcd.url()).await.unwrap();
+    assert!(matches!(
+        store.try_acquire("interop", &opts(5_000)).await,
+        Err(Error::Busy { .. })
+    ));
+    let info = store
+        .inspect("interop")
+        .await
+        .unwrap()
+        .expect("etcdctl's holder is visible");
+    assert!(info.fence.is_some());
+    let began = Instant::now();
+    let guard = store
+        .acquire("interop", &opts(5_000).wait(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert!(
+        began.elapsed() > Duration::from_millis(500),
+        "acquired while etcdctl held it"
+    );
+    assert!(guard.fence() > info.fence.unwrap());
+    etcdctl.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn leader_killed_never_two_holders_and_waiters_proceed() {
+    let mut etcd = EtcdCluster::start_three();
+    let url = etcd.url();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let (url, inside, overlaps, done) =
+            (url.clone(), inside.clone(), overlaps.clone(), done.clone());
+        workers.push(tokio::spawn(async move {
+            let store = Store::open(&url).await.unwrap();
+            let until = Instant::now() + Duration::from_secs(6);
+            while Instant::now() < until {
+                let o = opts(2_000)
+                    .renewal(Renewal::Auto)
+                    .wait(Duration::from_secs(5));
+                let guard = match store.acquire("failover", &o).await {
+                    Ok(g) => g,
+                    Err(e) => {
+                        eprintln!("acquire failed at {:?}: {e}", Instant::now());
+                        continue;
+                    }
+                };
+                if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                // Hold it across the failover, unless told it is lost.
+                tokio::select! {
+                    _ = guard.lost() => {}
+                    _ = tokio::time::sleep(Duration::from_millis(150)) => {}
+                }
+                inside.fetch_sub(1, Ordering::SeqCst);
+                if guard.release().await.is_ok() {
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let before = done.load(Ordering::SeqCst);
+    let leader = etcd.leader().expect("a leader");
+    etcd.kill9(leader);
+    let killed_at = Instant::now();
+    for w in workers {
+        w.await.unwrap();
+    }
+    let after = done.load(Ordering::SeqCst);
+    eprintln!(
+        "cycles before the kill: {before}, after: {}, run ended {:?} after it",
+        after - before,
+        killed_at.elapsed()
+    );
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two holders at once");
+    assert!(
+        after > before + 3,
+        "waiters did not proceed after the failover ({before} -> {after})"
+    );
+}
+
+#[tokio::test]
+async fn unreachable_cluster_is_a_clear_error() {
+    let port = lockward_testkit::free_port();
+    let began = Instant::now();
+    let err = Store::open(&format!("etcd://127.0.0.1:{port}"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(err.to_string().contains(&port.to_string()), "{err}");
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+}
