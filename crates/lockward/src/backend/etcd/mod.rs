@@ -18,6 +18,11 @@
 //!   alive while it waits.
 //! - **Loss**: renewal is a keep-alive plus a check that our key still
 //!   exists; a lease that is gone (TTL 0) or a deleted key is loss.
+//! - **Elections**: Go's `concurrency.Election` uses the same layout, with
+//!   the candidate's proposal as the value. A lock taken with a label stores
+//!   the label alone as its value, so a lockward candidate and
+//!   `etcdctl elect lockward/NAME PROPOSAL` compete for one leadership, and
+//!   `etcdctl elect -l lockward/NAME` prints lockward's identity.
 //!
 //! Every call opens its own stream (keep-alive, watch), so nothing is left
 //! to restore after a server restart or a failover: the next call reconnects.
@@ -67,6 +72,15 @@ pub struct EtcdBackend {
 struct Held {
     lease: i64,
     key: String,
+}
+
+/// The value of a contender key: the label (an election proposal) when
+/// there is one, else the owner id.
+fn contender_value(req: &Request<'_>) -> String {
+    match req.label {
+        Some(label) => label.to_string(),
+        None => req.owner.to_string(),
+    }
 }
 
 /// A contender key whose lease must be revoked unless we end up holding it:
@@ -236,10 +250,7 @@ impl EtcdBackend {
             refreshed: Arc::new(Mutex::new(granted_from)),
             keepalive: None,
         };
-        let value = match req.label {
-            Some(label) => format!("{} {label}", req.owner),
-            None => req.owner.to_string(),
-        };
+        let value = contender_value(req);
         let first = GetOptions::new()
             .with_prefix()
             .with_sort(SortTarget::Create, SortOrder::Ascend)
@@ -584,11 +595,19 @@ impl Backend for EtcdBackend {
             return Ok(None);
         };
         let value = String::from_utf8_lossy(first.value()).into_owned();
-        let (owner, label) = match value.split_once(' ') {
-            Some((o, l)) => (o.to_string(), Some(l.to_string())),
-            None => (value.clone(), None),
-        };
         let lease = first.lease();
+        // Our own holders are known by lease; others by what they stored.
+        let ours = self
+            .leases()
+            .iter()
+            .find(|(_, held)| held.lease == lease)
+            .map(|((_, owner), _)| owner.to_string());
+        let (owner, label) = match (ours, OwnerId::from_hex(&value)) {
+            (Some(owner), None) => (owner, Some(value)),
+            (Some(owner), Some(_)) => (owner, None),
+            (None, Some(_)) => (value, None),
+            (None, None) => (format!("lease {lease:x}"), Some(value).filter(|v| !v.is_empty())),
+        };
         let ttl = self
             .call(|mut c| async move { c.lease_time_to_live(lease, None).await })
             .await
