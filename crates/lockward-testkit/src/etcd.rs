@@ -22,6 +22,8 @@ pub struct EtcdCluster {
     dir: tempfile::TempDir,
     token: String,
     members: Vec<Member>,
+    /// Client connections over TLS, with a throwaway CA.
+    tls: bool,
 }
 
 impl EtcdCluster {
@@ -35,9 +37,22 @@ impl EtcdCluster {
         EtcdCluster::start(3)
     }
 
+    /// One member serving clients over TLS only (`https://`), with a
+    /// throwaway CA: `url()` gives `etcds://…?ca=…`.
+    pub fn start_single_tls() -> EtcdCluster {
+        EtcdCluster::start_with(1, true)
+    }
+
     fn start(n: usize) -> EtcdCluster {
+        EtcdCluster::start_with(n, false)
+    }
+
+    fn start_with(n: usize, tls: bool) -> EtcdCluster {
         require_binary("etcd");
         let dir = tempfile::tempdir().expect("temp dir for etcd");
+        if tls {
+            crate::certs::make_certificates(dir.path());
+        }
         let members = (0..n)
             .map(|i| Member {
                 name: format!("m{i}"),
@@ -51,6 +66,7 @@ impl EtcdCluster {
             dir,
             token,
             members,
+            tls,
         };
         for i in 0..n {
             cluster.launch(i, "new");
@@ -77,8 +93,11 @@ impl EtcdCluster {
             .dir
             .path()
             .join(format!("{}.log", self.members[i].name));
+        let scheme = if self.tls { "https" } else { "http" };
+        let certs = self.dir.path().to_path_buf();
+        let tls = self.tls;
         let m = &mut self.members[i];
-        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let client = format!("{scheme}://127.0.0.1:{}", m.client_port);
         let peer = format!("http://127.0.0.1:{}", m.peer_port);
         let mut cmd = Command::new("etcd");
         cmd.args(["--name", &m.name])
@@ -100,6 +119,13 @@ impl EtcdCluster {
             .args(["--initial-cluster-token", &self.token])
             .args(["--heartbeat-interval", "10", "--election-timeout", "100"])
             .args(["--logger", "zap", "--log-level", "warn"]);
+        if tls {
+            cmd.arg(format!(
+                "--cert-file={}",
+                certs.join("server.pem").display()
+            ))
+            .arg(format!("--key-file={}", certs.join("server.key").display()));
+        }
         m.process = Some(ServerProcess::spawn("etcd", cmd, &log).expect("spawn etcd"));
     }
 
@@ -109,7 +135,19 @@ impl EtcdCluster {
             if m.process.is_none() {
                 continue;
             }
-            while !healthy(m.client_port) {
+            while !(if self.tls {
+                self.etcdctl(&["endpoint", "health"]).contains("is healthy")
+                    || String::from_utf8_lossy(
+                        &self
+                            .etcdctl_command(&["endpoint", "health"])
+                            .output()
+                            .map(|o| o.stderr)
+                            .unwrap_or_default(),
+                    )
+                    .contains("is healthy")
+            } else {
+                healthy(m.client_port)
+            }) {
                 assert!(
                     Instant::now() < until,
                     "etcd member {i} never became healthy; log:\n{}",
@@ -120,9 +158,17 @@ impl EtcdCluster {
         }
     }
 
-    /// `etcd://h1,h2,…` for lockward (members that run now).
+    /// `etcd://h1,h2,…` (or `etcds://…?ca=…`) for lockward.
     pub fn url(&self) -> String {
-        format!("etcd://{}", self.endpoints().join(","))
+        if self.tls {
+            format!(
+                "etcds://{}?ca={}",
+                self.endpoints().join(","),
+                self.dir.path().join("ca.pem").display()
+            )
+        } else {
+            format!("etcd://{}", self.endpoints().join(","))
+        }
     }
 
     /// `127.0.0.1:port` of every member.
@@ -143,10 +189,22 @@ impl EtcdCluster {
     pub fn etcdctl_command(&self, args: &[&str]) -> Command {
         require_binary("etcdctl");
         let mut cmd = Command::new("etcdctl");
+        let scheme = if self.tls { "https://" } else { "" };
+        let endpoints: Vec<String> = self
+            .endpoints()
+            .iter()
+            .map(|e| format!("{scheme}{e}"))
+            .collect();
         cmd.env("ETCDCTL_API", "3")
             .arg("--endpoints")
-            .arg(self.endpoints().join(","))
-            .args(args);
+            .arg(endpoints.join(","));
+        if self.tls {
+            cmd.arg(format!(
+                "--cacert={}",
+                self.dir.path().join("ca.pem").display()
+            ));
+        }
+        cmd.args(args);
         cmd
     }
 

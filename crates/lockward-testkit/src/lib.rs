@@ -6,6 +6,7 @@
 //!
 //! A missing server binary is an error that names the install script.
 
+pub mod certs;
 pub mod etcd;
 mod port;
 mod process;

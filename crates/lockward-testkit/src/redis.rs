@@ -44,7 +44,7 @@ impl RedisServer {
         require_binary("redis-server");
         let dir = tempfile::tempdir().expect("temp dir for redis");
         if options.tls {
-            make_certificates(dir.path());
+            crate::certs::make_certificates(dir.path());
         }
         let mut server = RedisServer {
             options,
@@ -315,69 +315,6 @@ impl RedisCluster {
         all.extend_from_slice(args);
         self.nodes[0].cli(&all)
     }
-}
-
-/// A CA and a certificate for 127.0.0.1 signed by it, in `dir`.
-fn make_certificates(dir: &std::path::Path) {
-    require_binary("openssl");
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .current_dir(dir)
-            .args(args)
-            .output()
-            .expect("run openssl");
-        assert!(
-            out.status.success(),
-            "openssl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec![
-        "req",
-        "-x509",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=lockward test CA",
-    ];
-    ca.extend_from_slice(&ec);
-    ca.extend_from_slice(&["-keyout", "ca.key", "-out", "ca.pem"]);
-    ca.extend_from_slice(&["-addext", "basicConstraints=critical,CA:TRUE"]);
-    ca.extend_from_slice(&["-addext", "keyUsage=critical,keyCertSign,cRLSign"]);
-    run(&ca);
-    let mut csr = vec!["req", "-subj", "/CN=127.0.0.1"];
-    csr.extend_from_slice(&ec);
-    csr.extend_from_slice(&["-keyout", "server.key", "-out", "server.csr"]);
-    run(&csr);
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("write ext.cnf");
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "2",
-        "-out",
-        "server.pem",
-        "-extfile",
-        "ext.cnf",
-    ]);
 }
 
 /// N independent Redis masters, for `redlock://`.

@@ -193,7 +193,11 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let info = store.inspect("leader").await.unwrap().unwrap();
     assert_eq!(info.holder.as_deref(), Some("node-a"));
-    assert_eq!(info.waiters, Some(1), "etcdctl's candidate queues behind lockward");
+    assert_eq!(
+        info.waiters,
+        Some(1),
+        "etcdctl's candidate queues behind lockward"
+    );
     // Resign: etcdctl's candidate is elected; lockward now waits for it.
     leader.release().await.unwrap();
     let until = Instant::now() + Duration::from_secs(5);
@@ -202,17 +206,25 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
         if info.as_ref().and_then(|i| i.holder.as_deref()) == Some("node-b") {
             break;
         }
-        assert!(Instant::now() < until, "etcdctl's candidate never led: {info:?}");
+        assert!(
+            Instant::now() < until,
+            "etcdctl's candidate never led: {info:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(matches!(
-        store.try_acquire("leader", &opts(5_000).label("node-c")).await,
+        store
+            .try_acquire("leader", &opts(5_000).label("node-c"))
+            .await,
         Err(Error::Busy { .. })
     ));
     // etcdctl resigns on SIGINT; lockward's candidate takes over.
     unsafe { libc::kill(candidate.id() as i32, libc::SIGINT) };
     let next = store
-        .acquire("leader", &opts(5_000).label("node-c").wait(Duration::from_secs(5)))
+        .acquire(
+            "leader",
+            &opts(5_000).label("node-c").wait(Duration::from_secs(5)),
+        )
         .await
         .unwrap();
     candidate.wait().unwrap();
@@ -220,7 +232,10 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
     observer.kill().unwrap();
     let seen = String::from_utf8_lossy(&observer.wait_with_output().unwrap().stdout).to_string();
     for identity in ["node-a", "node-b", "node-c"] {
-        assert!(seen.contains(identity), "observer missed {identity}: {seen}");
+        assert!(
+            seen.contains(identity),
+            "observer missed {identity}: {seen}"
+        );
     }
     next.release().await.unwrap();
 }

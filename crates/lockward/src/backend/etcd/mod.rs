@@ -145,10 +145,10 @@ impl EtcdBackend {
     /// Connects to the cluster of `url`.
     pub async fn connect(url: &EtcdUrl) -> Result<Self> {
         let address = StoreUrl::Etcd(url.clone()).to_string();
-        if url.tls {
+        if url.tls && !cfg!(feature = "etcd-tls") {
             return Err(Error::Unsupported {
                 scheme: "etcds".into(),
-                why: "TLS to etcd is not built into this version of lockward".into(),
+                why: "TLS to etcd needs lockward's `etcd-tls` cargo feature".into(),
             });
         }
         let mut options = ConnectOptions::new()
@@ -160,9 +160,15 @@ impl EtcdBackend {
         if let (Some(user), Some(password)) = (&url.user, &url.password) {
             options = options.with_user(user.clone(), password.expose().to_string());
         }
+        #[cfg(feature = "etcd-tls")]
+        if url.tls {
+            options = options.with_tls(tls_options(url, &address)?);
+        }
+        let scheme = if url.tls { "https" } else { "http" };
         let mut clients = Vec::new();
         for endpoint in &url.endpoints {
-            let connect = Client::connect([format!("http://{endpoint}")], Some(options.clone()));
+            let connect =
+                Client::connect([format!("{scheme}://{endpoint}")], Some(options.clone()));
             match tokio::time::timeout(CONNECT_TIMEOUT * 2, connect).await {
                 Ok(Ok(client)) => clients.push(client),
                 Ok(Err(e)) => return Err(unavailable(&address, e)),
@@ -428,6 +434,24 @@ impl EtcdBackend {
     }
 }
 
+/// The TLS settings of an `etcds://` URL: its `ca=` roots, else the
+/// system's.
+#[cfg(feature = "etcd-tls")]
+fn tls_options(url: &EtcdUrl, address: &str) -> Result<etcd_client::TlsOptions> {
+    let mut tls = etcd_client::TlsOptions::new();
+    match &url.ca {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|e| Error::Unavailable {
+                address: address.to_string(),
+                message: format!("cannot read the CA file {}: {e}", path.display()),
+            })?;
+            tls = tls.ca_certificate(etcd_client::Certificate::from_pem(pem));
+        }
+        None => tls = tls.with_native_roots(),
+    }
+    Ok(tls)
+}
+
 /// Whether `e` says the member could not be reached or has no leader (try
 /// another), rather than that the request itself was refused.
 fn unreachable(e: &etcd_client::Error) -> bool {
@@ -606,7 +630,10 @@ impl Backend for EtcdBackend {
             (Some(owner), None) => (owner, Some(value)),
             (Some(owner), Some(_)) => (owner, None),
             (None, Some(_)) => (value, None),
-            (None, None) => (format!("lease {lease:x}"), Some(value).filter(|v| !v.is_empty())),
+            (None, None) => (
+                format!("lease {lease:x}"),
+                Some(value).filter(|v| !v.is_empty()),
+            ),
         };
         let ttl = self
             .call(|mut c| async move { c.lease_time_to_live(lease, None).await })
