@@ -114,6 +114,12 @@ impl Drop for Contender<'_> {
 }
 
 impl Contender<'_> {
+    /// Whether the lease is surely alive: within `ttl` of its last refresh.
+    fn lease_alive(&self, ttl: Duration) -> bool {
+        let refreshed = *self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
+        Instant::now() < refreshed + ttl
+    }
+
     /// We hold the lock: stop the waiting keep-alive, keep the lease.
     fn keep(mut self) -> Held {
         if let Some(task) = self.keepalive.take() {
@@ -126,6 +132,18 @@ impl Contender<'_> {
         self.lease = 0;
         held
     }
+}
+
+/// How a wait for the predecessor ended.
+enum Wait {
+    /// The key of this create revision, just before ours, was deleted.
+    Deleted(i64),
+    /// No key before ours.
+    NoneBefore,
+    /// Look again (safety net, broken or cancelled watch).
+    Recheck,
+    /// The caller's deadline passed.
+    TimedOut,
 }
 
 /// A contender's standing in its line.
@@ -238,8 +256,8 @@ impl EtcdBackend {
     }
 
     /// Grants a lease and puts our contender key if absent; returns it with
-    /// its create revision and whether it is the lowest (the holder).
-    async fn enter(&self, req: &Request<'_>) -> Result<(Contender<'_>, bool)> {
+    /// the create revision of the first key in the line (the holder's).
+    async fn enter(&self, req: &Request<'_>) -> Result<(Contender<'_>, i64)> {
         let prefix = keys::lock_prefix(&self.prefix, req.name);
         let ttl = lease_seconds(req.ttl);
         let granted_from = Instant::now();
@@ -299,8 +317,8 @@ impl EtcdBackend {
         if contender.revision <= 0 {
             return Err(self.protocol("the contender key was not created"));
         }
-        let holds = holder_revision == Some(contender.revision);
-        Ok((contender, holds))
+        let first = holder_revision.unwrap_or(contender.revision);
+        Ok((contender, first))
     }
 
     fn protocol(&self, message: &str) -> Error {
@@ -337,14 +355,13 @@ impl EtcdBackend {
     }
 
     /// Waits until the key created just before ours is deleted (or a second
-    /// passed, as a safety net), or the deadline passes (`false`). Returns
-    /// at once if there is none.
+    /// passed, as a safety net), or the deadline passes.
     async fn wait_for_predecessor(
         &self,
         prefix: &str,
         revision: i64,
         deadline: Option<Instant>,
-    ) -> Result<bool> {
+    ) -> Result<Wait> {
         let before = GetOptions::new()
             .with_prefix()
             .with_max_create_revision(revision - 1)
@@ -357,9 +374,10 @@ impl EtcdBackend {
             })
             .await?;
         let Some(predecessor) = resp.kvs().first() else {
-            return Ok(true);
+            return Ok(Wait::NoneBefore);
         };
         let pred_key = predecessor.key().to_vec();
+        let pred_revision = predecessor.create_revision();
         // Watch from just after our read, so a delete in between is seen.
         let from = resp.header().map(|h| h.revision() + 1).unwrap_or(0);
         let mut client = self.client();
@@ -372,35 +390,37 @@ impl EtcdBackend {
                 .await?;
             while let Some(msg) = stream.message().await? {
                 if msg.canceled() {
-                    break;
+                    return Ok(false);
                 }
                 if msg
                     .events()
                     .iter()
                     .any(|e| e.event_type() == EventType::Delete)
                 {
-                    break;
+                    return Ok(true);
                 }
             }
-            Ok::<(), etcd_client::Error>(())
+            Ok::<bool, etcd_client::Error>(false)
         };
         let net = Instant::now() + WATCH_SAFETY_NET;
         let wake = deadline.map_or(net, |d| d.min(net));
-        let outcome = match tokio::time::timeout_at(wake.into(), watch).await {
-            Ok(r) => r,
-            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => return Ok(false),
-            Err(_) => Ok(()),
-        };
-        // A broken watch (restart, failover) just means: look again.
-        if let Err(e) = outcome {
-            tracing::debug!(address = %self.address, error = %e, "watch ended; re-checking");
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        match tokio::time::timeout_at(wake.into(), watch).await {
+            Ok(Ok(true)) => Ok(Wait::Deleted(pred_revision)),
+            Ok(Ok(false)) => Ok(Wait::Recheck),
+            // A broken watch (restart, failover) just means: look again.
+            Ok(Err(e)) => {
+                tracing::debug!(address = %self.address, error = %e, "watch ended; re-checking");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok(Wait::Recheck)
+            }
+            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => Ok(Wait::TimedOut),
+            Err(_) => Ok(Wait::Recheck),
         }
-        Ok(true)
     }
 
-    /// Where the key of create revision `revision` stands in its line.
-    async fn place(&self, prefix: &str, revision: i64) -> Result<Place> {
+    /// Where the key of create revision `revision` stands in its line, and
+    /// the first key's create revision.
+    async fn place(&self, prefix: &str, revision: i64) -> Result<(Place, i64)> {
         let first = GetOptions::new()
             .with_prefix()
             .with_sort(SortTarget::Create, SortOrder::Ascend)
@@ -411,11 +431,12 @@ impl EtcdBackend {
                 async move { c.get(key, Some(opts)).await }
             })
             .await?;
-        Ok(match resp.kvs().first().map(|kv| kv.create_revision()) {
-            Some(first) if first == revision => Place::First,
-            Some(first) if first < revision => Place::Behind,
+        let first = resp.kvs().first().map(|kv| kv.create_revision());
+        Ok(match first {
+            Some(first) if first == revision => (Place::First, first),
+            Some(first) if first < revision => (Place::Behind, first),
             // Nothing before us, yet not us: our key (and lease) is gone.
-            _ => Place::Gone,
+            _ => (Place::Gone, 0),
         })
     }
 
@@ -501,8 +522,8 @@ impl Backend for EtcdBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        let (contender, holds) = self.enter(req).await?;
-        if !holds {
+        let (contender, first) = self.enter(req).await?;
+        if first != contender.revision {
             // Go's TryLock: leave the line at once (the drop revokes).
             return Ok(Attempt::Held { expires_in: None });
         }
@@ -515,19 +536,30 @@ impl Backend for EtcdBackend {
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
         let prefix = keys::lock_prefix(&self.prefix, req.name);
         let contender = 'line: loop {
-            let (mut contender, holds) = self.enter(req).await?;
-            if holds {
+            let (mut contender, mut first) = self.enter(req).await?;
+            if first == contender.revision {
                 break contender;
             }
             contender.keepalive = Some(self.keep_alive_while_waiting(&contender, req.ttl / 3));
             loop {
-                if !self
+                match self
                     .wait_for_predecessor(&prefix, contender.revision, deadline)
                     .await?
                 {
-                    return Ok(None);
+                    Wait::TimedOut => return Ok(None),
+                    // Keys only join a line behind us and leave it: once the
+                    // first key is gone, none is left before ours, and ours
+                    // still exists while its lease is within its TTL.
+                    Wait::Deleted(revision)
+                        if revision == first && contender.lease_alive(req.ttl) =>
+                    {
+                        break 'line contender
+                    }
+                    Wait::Deleted(_) | Wait::NoneBefore | Wait::Recheck => {}
                 }
-                match self.place(&prefix, contender.revision).await? {
+                let (place, now_first) = self.place(&prefix, contender.revision).await?;
+                first = now_first;
+                match place {
                     Place::First => break 'line contender,
                     Place::Behind => {}
                     // Our lease lapsed while we waited (keep-alives failed):
