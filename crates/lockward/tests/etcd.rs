@@ -239,3 +239,26 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
     }
     next.release().await.unwrap();
 }
+
+#[tokio::test]
+async fn authentication_works_and_a_wrong_password_is_clear() {
+    let etcd = EtcdCluster::start_single();
+    etcd.etcdctl(&["user", "add", "root:root-secret"]);
+    etcd.etcdctl(&["auth", "enable"]);
+    let endpoint = &etcd.endpoints()[0];
+    let store = Store::open(&format!("etcd://root:root-secret@{endpoint}"))
+        .await
+        .expect("authenticated connect");
+    let guard = store.try_acquire("authed", &opts(5_000)).await.unwrap();
+    assert!(!store.address().contains("root-secret"), "{}", store.address());
+    guard.release().await.unwrap();
+    let err = Store::open(&format!("etcd://root:wrong-secret@{endpoint}"))
+        .await
+        .unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(matches!(err, Error::Unavailable { .. }), "{shown}");
+    assert!(!shown.contains("wrong-secret"), "password leaked: {shown}");
+    assert!(shown.contains("auth"), "{shown}");
+    // Without credentials, the server refuses too.
+    assert!(Store::open(&format!("etcd://{endpoint}")).await.is_err());
+}
