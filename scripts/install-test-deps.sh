@@ -6,11 +6,14 @@
 #   etcd-server, etcd-client   the etcd backend's tests (etcd, etcdctl)
 #   protobuf-compiler, libprotobuf-dev
 #                              protoc and its well-known types, to build etcd-client
+#   postgresql                 the PostgreSQL backend's tests (initdb, postgres)
 set -euo pipefail
 
-packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev)
+packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev postgresql)
 commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc)
 files=(/usr/include/google/protobuf/descriptor.proto)
+# Debian keeps the PostgreSQL server binaries off the PATH.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(initdb)
 
 missing=()
 for c in "${commands[@]}"; do
@@ -35,6 +38,6 @@ $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
 # The packages start system services we do not use: tests start their own
 # servers on free loopback ports.
-for service in redis-server etcd; do
+for service in redis-server etcd postgresql; do
   $sudo service "$service" stop >/dev/null 2>&1 || true
 done

@@ -9,11 +9,13 @@
 pub mod certs;
 pub mod etcd;
 mod port;
+pub mod postgres;
 mod process;
 pub mod redis;
 
 pub use etcd::EtcdCluster;
 pub use port::free_port;
+pub use postgres::PostgresServer;
 pub use process::ServerProcess;
 pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};
 

@@ -72,6 +72,10 @@ impl Store {
             StoreUrl::Etcd(etcd) => Ok(Store::from_backend(
                 crate::backend::etcd::EtcdBackend::connect(etcd).await?,
             )),
+            #[cfg(feature = "postgres")]
+            StoreUrl::Postgres(pg) => Ok(Store::from_shared(
+                crate::backend::postgres::connect(pg).await?,
+            )),
             #[allow(unreachable_patterns)]
             other => Err(Error::Unsupported {
                 scheme: other.scheme().to_string(),
@@ -90,8 +94,13 @@ impl Store {
 
     /// Wraps a backend of your own.
     pub fn from_backend(backend: impl Backend) -> Store {
+        Store::from_shared(Arc::new(backend))
+    }
+
+    /// Wraps a shared backend.
+    pub fn from_shared(backend: Arc<dyn Backend>) -> Store {
         Store {
-            backend: Arc::new(backend),
+            backend,
             renewer: Arc::new(OnceLock::new()),
             lines: Arc::default(),
         }

@@ -8,6 +8,7 @@
 //! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]`, `rediss+cluster://` | a Redis Cluster |
 //! | `redlock://[user:pass@]h1:port,h2:port,h3:port[?prefix=…]` | N independent Redis masters |
 //! | `etcd://[user:pass@]h1:2379,h2:2379[?prefix=…]`, `etcds://…?ca=PATH` | an etcd v3 cluster |
+//! | `postgres://user[:pass]@host:port/db[?table=…&mode=lease\|advisory]` | PostgreSQL |
 //!
 //! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
 //! otherwise) and, for client certificates, `cert=PATH&key=PATH`.
@@ -104,6 +105,35 @@ pub enum StoreUrl {
     Redlock(RedlockUrl),
     /// `etcd://` or `etcds://`: an etcd v3 cluster.
     Etcd(EtcdUrl),
+    /// `postgres://` (or `postgresql://`): PostgreSQL.
+    Postgres(PostgresUrl),
+}
+
+/// How the PostgreSQL backend holds a lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostgresMode {
+    /// A row per name with an expiry on the server's clock (the default).
+    Lease,
+    /// A session advisory lock on a connection of its own, released by the
+    /// server when that connection drops.
+    Advisory,
+}
+
+/// The parts of a `postgres://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresUrl {
+    /// The server.
+    pub endpoint: Endpoint,
+    /// Role to connect as.
+    pub user: String,
+    /// Its password.
+    pub password: Option<Secret>,
+    /// Database.
+    pub db: String,
+    /// The lock table, `lockward_locks` by default (a plain SQL identifier).
+    pub table: String,
+    /// Lease rows or advisory locks.
+    pub mode: PostgresMode,
 }
 
 /// The parts of an `etcd://` URL.
@@ -291,6 +321,46 @@ impl StoreUrl {
                     ca: parts.param("ca").map(PathBuf::from),
                 }))
             }
+            "postgres" | "postgresql" => {
+                parts.expect_nothing_but(&["table", "mode"])?;
+                let user = parts.user.clone().ok_or_else(|| {
+                    url_error("postgres:// needs a user: postgres://USER@HOST/DB")
+                })?;
+                let db = parts.path.trim_matches('/');
+                let db = if db.is_empty() {
+                    user.clone()
+                } else {
+                    percent_decode(db)?
+                };
+                let table = parts.param("table").unwrap_or("lockward_locks").to_string();
+                let plain = |c: char| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit();
+                if table.is_empty()
+                    || table.len() > 50
+                    || !table.chars().all(plain)
+                    || table.starts_with(|c: char| c.is_ascii_digit())
+                {
+                    return Err(url_error(format!(
+                        "table {table:?} must be a plain SQL name: lowercase letters, digits and _, at most 50"
+                    )));
+                }
+                let mode = match parts.param("mode").unwrap_or("lease") {
+                    "lease" => PostgresMode::Lease,
+                    "advisory" => PostgresMode::Advisory,
+                    other => {
+                        return Err(url_error(format!(
+                            "mode {other:?} is unknown; use mode=lease or mode=advisory"
+                        )))
+                    }
+                };
+                Ok(StoreUrl::Postgres(PostgresUrl {
+                    endpoint: parts.single_endpoint(5432)?,
+                    user,
+                    password: parts.password.clone(),
+                    db,
+                    table,
+                    mode,
+                }))
+            }
             other if KNOWN_SCHEMES.contains(&other) => Err(Error::Unsupported {
                 scheme: other.to_string(),
                 why: "this backend is not implemented in this version of lockward yet".into(),
@@ -314,6 +384,7 @@ impl StoreUrl {
             StoreUrl::Redlock(_) => "redlock",
             StoreUrl::Etcd(e) if e.tls => "etcds",
             StoreUrl::Etcd(_) => "etcd",
+            StoreUrl::Postgres(_) => "postgres",
         }
     }
 }
@@ -324,6 +395,22 @@ impl fmt::Display for StoreUrl {
         match self {
             StoreUrl::Memory => f.write_str("memory://"),
             StoreUrl::Sqlite { path } => write!(f, "sqlite://{}", path.display()),
+            StoreUrl::Postgres(p) => {
+                f.write_str("postgres://")?;
+                write_auth(f, &Some(p.user.clone()), &p.password)?;
+                write!(f, "{}/{}", p.endpoint, p.db)?;
+                let mut params = Vec::new();
+                if p.table != "lockward_locks" {
+                    params.push(format!("table={}", p.table));
+                }
+                if p.mode == PostgresMode::Advisory {
+                    params.push("mode=advisory".to_string());
+                }
+                if !params.is_empty() {
+                    write!(f, "?{}", params.join("&"))?;
+                }
+                Ok(())
+            }
             StoreUrl::Etcd(e) => {
                 write!(f, "{}://", self.scheme())?;
                 write_auth(f, &e.user, &e.password)?;
@@ -681,6 +768,32 @@ mod tests {
         assert_eq!(url.to_string(), "etcd://root:***@a:2379,b:2380?prefix=");
         assert!(StoreUrl::parse("etcd://a/x").is_err());
         assert!(StoreUrl::parse("etcd://u@a").is_err());
+    }
+
+    #[test]
+    fn postgres_parts() {
+        let url =
+            StoreUrl::parse("postgres://app:pw@db:6000/pay?mode=advisory&table=locks_2").unwrap();
+        let StoreUrl::Postgres(p) = &url else {
+            panic!("not postgres: {url:?}")
+        };
+        assert_eq!(
+            (p.user.as_str(), p.db.as_str(), p.table.as_str()),
+            ("app", "pay", "locks_2")
+        );
+        assert_eq!(p.mode, PostgresMode::Advisory);
+        assert_eq!(
+            url.to_string(),
+            "postgres://app:***@db:6000/pay?table=locks_2&mode=advisory"
+        );
+        for bad in [
+            "postgres://db/x",
+            "postgres://u@db?table=Bad",
+            "postgres://u@db?table=x;drop",
+            "postgres://u@db?mode=x",
+        ] {
+            assert!(StoreUrl::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -250,7 +250,11 @@ async fn authentication_works_and_a_wrong_password_is_clear() {
         .await
         .expect("authenticated connect");
     let guard = store.try_acquire("authed", &opts(5_000)).await.unwrap();
-    assert!(!store.address().contains("root-secret"), "{}", store.address());
+    assert!(
+        !store.address().contains("root-secret"),
+        "{}",
+        store.address()
+    );
     guard.release().await.unwrap();
     let err = Store::open(&format!("etcd://root:wrong-secret@{endpoint}"))
         .await

@@ -7,6 +7,8 @@ mod suite;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "redis")]

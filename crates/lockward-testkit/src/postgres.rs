@@ -1,0 +1,191 @@
+//! PostgreSQL on a free loopback port: `initdb` and `postgres` run as the
+//! `postgres` user (the server refuses root), with `fsync=off` for speed.
+//! TCP connections need the password (scram-sha-256), so tests can check a
+//! wrong one; the helper `psql` uses the local socket.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::{free_port, ServerProcess, INSTALL_SCRIPT};
+
+/// The password of the `postgres` role in test servers.
+pub const PASSWORD: &str = "lockward-test-secret";
+
+/// A running PostgreSQL server, killed when dropped.
+pub struct PostgresServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+    uid: u32,
+    gid: u32,
+    process: Option<ServerProcess>,
+}
+
+/// Where Debian installs the server binaries (not on the PATH).
+fn find_bin() -> PathBuf {
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|p| p.join("initdb").is_file())
+        .collect();
+    candidates.sort();
+    candidates.pop().unwrap_or_else(|| {
+        panic!("PostgreSQL's initdb is not installed; run {INSTALL_SCRIPT} (it installs every test server from Debian's packages)")
+    })
+}
+
+/// The uid and gid of the `postgres` user.
+fn postgres_user() -> (u32, u32) {
+    let name = std::ffi::CString::new("postgres").expect("no NUL");
+    // SAFETY: getpwnam returns a pointer into static storage or NULL; we
+    // copy the two fields out at once.
+    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+    assert!(
+        !pw.is_null(),
+        "there is no `postgres` user; run {INSTALL_SCRIPT} (the postgresql package creates it)"
+    );
+    unsafe { ((*pw).pw_uid, (*pw).pw_gid) }
+}
+
+impl PostgresServer {
+    /// Initialises a cluster in a temporary folder and starts it.
+    pub fn start() -> PostgresServer {
+        let bin = find_bin();
+        let (uid, gid) = postgres_user();
+        let dir = tempfile::tempdir().expect("temp dir for postgres");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown the data folder");
+        let pwfile = dir.path().join("pw");
+        std::fs::write(&pwfile, PASSWORD).unwrap();
+        std::os::unix::fs::chown(&pwfile, Some(uid), Some(gid)).unwrap();
+        let out = Command::new(bin.join("initdb"))
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-U", "postgres", "-E", "UTF8", "--locale=C"])
+            .args(["--auth-local=trust", "--auth-host=scram-sha-256"])
+            .arg(format!("--pwfile={}", pwfile.display()))
+            .uid(uid)
+            .gid(gid)
+            .output()
+            .expect("run initdb");
+        assert!(
+            out.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut server = PostgresServer {
+            dir,
+            bin,
+            port: 0,
+            uid,
+            gid,
+            process: None,
+        };
+        for _ in 0..5 {
+            server.port = free_port();
+            if server.launch() {
+                return server;
+            }
+        }
+        panic!("postgres did not start; log:\n{}", server.log());
+    }
+
+    fn launch(&mut self) -> bool {
+        let mut cmd = Command::new(self.bin.join("postgres"));
+        cmd.arg("-D")
+            .arg(self.dir.path().join("data"))
+            .args(["-p", &self.port.to_string()])
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!(
+                "unix_socket_directories={}",
+                self.dir.path().display()
+            ))
+            .args([
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ])
+            .args(["-c", "max_connections=200"])
+            .uid(self.uid)
+            .gid(self.gid);
+        let log = self.dir.path().join("postgres.log");
+        self.process = Some(ServerProcess::spawn("postgres", cmd, &log).expect("spawn postgres"));
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            if self.process.as_mut().is_some_and(|p| p.exited()) {
+                self.process = None;
+                return false;
+            }
+            let ready = Command::new(self.bin.join("pg_isready"))
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
+                .status()
+                .is_ok_and(|s| s.success());
+            if ready {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// `postgres://postgres:…@127.0.0.1:PORT/postgres` for lockward.
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://postgres:{PASSWORD}@127.0.0.1:{}/postgres",
+            self.port
+        )
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Runs one SQL command with `psql` over the local socket; returns its
+    /// unaligned, tuples-only output.
+    pub fn psql(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .arg("-h")
+            .arg(self.dir.path())
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+            ])
+            .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .uid(self.uid)
+            .gid(self.gid)
+            .output()
+            .expect("run psql");
+        assert!(
+            out.status.success(),
+            "psql {sql:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// kill -9 the postmaster (its backends exit with it).
+    pub fn kill9(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            p.kill();
+        }
+    }
+
+    /// The server log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("postgres.log")).unwrap_or_default()
+    }
+}

@@ -1,0 +1,168 @@
+//! Connections to PostgreSQL: opening one (password never in messages),
+//! creating the lock table, and a shared connection that reopens itself
+//! after it dropped (a server restart, `pg_terminate_backend`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Mutex;
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
+
+use crate::error::{Error, Result};
+use crate::url::PostgresUrl;
+
+/// How long opening a connection may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The driver's configuration for `url`.
+pub fn config(url: &PostgresUrl) -> Config {
+    let mut config = Config::new();
+    config
+        .host(&url.endpoint.host)
+        .port(url.endpoint.port)
+        .user(&url.user)
+        .dbname(&url.db)
+        .application_name("lockward")
+        .connect_timeout(CONNECT_TIMEOUT);
+    if let Some(password) = &url.password {
+        config.password(password.expose());
+    }
+    config
+}
+
+/// lockward's error for a driver error. The driver never prints passwords.
+pub fn pg_error(address: &str, e: &tokio_postgres::Error) -> Error {
+    let message = match e.as_db_error() {
+        Some(db) if db.code().code() == "28P01" || db.code().code() == "28000" => {
+            "authentication failed: check the user and password in the URL".to_string()
+        }
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    };
+    Error::Unavailable {
+        address: address.to_string(),
+        message,
+    }
+}
+
+/// Opens a connection. `on_message` receives notifications (LISTEN); the
+/// task driving the connection ends when it drops, calling `on_close`.
+pub async fn open(
+    url: &PostgresUrl,
+    address: &str,
+    on_message: impl Fn(AsyncMessage) + Send + 'static,
+    on_close: impl FnOnce() + Send + 'static,
+) -> Result<Client> {
+    let config = config(url);
+    let connect = config.connect(NoTls);
+    let (client, mut connection) = match tokio::time::timeout(CONNECT_TIMEOUT * 2, connect).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => return Err(pg_error(address, &e)),
+        Err(_) => {
+            return Err(Error::Unavailable {
+                address: address.to_string(),
+                message: format!("no answer within {:?}", CONNECT_TIMEOUT * 2),
+            })
+        }
+    };
+    tokio::spawn(async move {
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                Some(Ok(message)) => on_message(message),
+                Some(Err(_)) | None => break,
+            }
+        }
+        on_close();
+    });
+    Ok(client)
+}
+
+/// Creates the lock table and its fence sequence if missing. An advisory
+/// lock serialises processes that start at the same moment.
+pub async fn create_schema(client: &Client, table: &str, address: &str) -> Result<()> {
+    let ddl = format!(
+        "BEGIN;
+         SELECT pg_advisory_xact_lock(hashtext('lockward schema {table}'));
+         CREATE TABLE IF NOT EXISTS {table} (
+             name       text PRIMARY KEY,
+             owner      text NOT NULL,
+             holder     text,
+             fence      bigint NOT NULL,
+             expires_at timestamptz NOT NULL,
+             pid        integer
+         );
+         CREATE SEQUENCE IF NOT EXISTS {table}_fence;
+         COMMIT;"
+    );
+    client
+        .batch_execute(&ddl)
+        .await
+        .map_err(|e| pg_error(address, &e))
+}
+
+/// One shared connection, reopened on first use after it dropped, with the
+/// statements prepared on it (prepared once: a call is then one round trip).
+pub struct Shared {
+    url: PostgresUrl,
+    address: String,
+    client: Mutex<Option<(Arc<Client>, Arc<std::sync::Mutex<Prepared>>)>>,
+}
+
+type Prepared = std::collections::HashMap<String, tokio_postgres::Statement>;
+
+impl Shared {
+    pub fn new(url: PostgresUrl, address: String, client: Client) -> Self {
+        Shared {
+            url,
+            address,
+            client: Mutex::new(Some((Arc::new(client), Arc::default()))),
+        }
+    }
+
+    /// The connection, reopened if it had closed.
+    async fn get(&self) -> Result<(Arc<Client>, Arc<std::sync::Mutex<Prepared>>)> {
+        let mut slot = self.client.lock().await;
+        if let Some(pair) = slot.as_ref().filter(|(c, _)| !c.is_closed()) {
+            return Ok(pair.clone());
+        }
+        let client = Arc::new(open(&self.url, &self.address, |_| {}, || {}).await?);
+        let pair = (client, Arc::default());
+        *slot = Some(pair.clone());
+        Ok(pair)
+    }
+
+    /// Runs `sql` (prepared once per connection) with `params`.
+    pub async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        let (client, prepared) = self.get().await?;
+        let cached = prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sql)
+            .cloned();
+        let statement = match cached {
+            Some(s) => s,
+            None => {
+                let s = client
+                    .prepare(sql)
+                    .await
+                    .map_err(|e| pg_error(&self.address, &e))?;
+                prepared
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(sql.to_string(), s.clone());
+                s
+            }
+        };
+        client
+            .query(&statement, params)
+            .await
+            .map_err(|e| pg_error(&self.address, &e))
+    }
+}

@@ -1,0 +1,211 @@
+//! `postgres://`: locks in PostgreSQL, in one of two modes.
+//!
+//! **`mode=lease`** (the default): one row per held name in the lock table
+//! (name, owner, holder, fence, expiry). One statement takes a free or
+//! expired row, the seed's `INSERT … ON CONFLICT DO NOTHING` made safe:
+//! `ON CONFLICT (name) DO UPDATE … WHERE expires_at <= clock_timestamp()`.
+//! Expiry is the server's clock, so client clocks do not matter. The fence
+//! comes from a sequence, drawn in the `SET` clause, i.e. after the row lock:
+//! drawn earlier, a contender that waited on the row could win later with a
+//! smaller token. Release deletes the row if the owner matches and sends
+//! `NOTIFY` in the same statement; waiters `LISTEN` first, re-check, and
+//! also wake at the holder's expiry.
+//!
+//! **`mode=advisory`** (session advisory locks) is parsed but not built yet.
+
+mod conn;
+mod listen;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::backend::{Attempt, Backend, Capabilities, Request, Subscription};
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+use crate::url::{PostgresMode, PostgresUrl, StoreUrl};
+
+/// Opens the backend the URL's mode names.
+pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
+    match url.mode {
+        PostgresMode::Lease => Ok(Arc::new(LeaseBackend::connect(url).await?)),
+        PostgresMode::Advisory => Err(Error::Unsupported {
+            scheme: "postgres".into(),
+            why: "mode=advisory is not implemented in this version of lockward; use mode=lease"
+                .into(),
+        }),
+    }
+}
+
+/// The statements of lease mode, for one table.
+struct Sql {
+    acquire: String,
+    remaining: String,
+    release: String,
+    extend: String,
+    list: String,
+}
+
+impl Sql {
+    fn new(t: &str) -> Sql {
+        let live = "expires_at > clock_timestamp()";
+        let left = "(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint";
+        Sql {
+            acquire: format!(
+                "INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
+                 VALUES ($1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond')
+                 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
+                     fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
+                 WHERE l.expires_at <= clock_timestamp()
+                 RETURNING fence"
+            ),
+            remaining: format!("SELECT {left} FROM {t} WHERE name = $1 AND {live}"),
+            release: format!(
+                "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name)
+                 SELECT pg_notify('{t}', name) FROM gone"
+            ),
+            extend: format!(
+                "UPDATE {t} SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
+                 WHERE name = $1 AND owner = $2 AND {live}"
+            ),
+            list: format!(
+                "SELECT name, owner, holder, fence, {left} FROM {t}
+                 WHERE starts_with(name, $1) AND {live} ORDER BY name"
+            ),
+        }
+    }
+}
+
+/// Lease mode.
+pub struct LeaseBackend {
+    address: String,
+    shared: conn::Shared,
+    listener: Arc<listen::Listener>,
+    sql: Sql,
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn remaining(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+impl LeaseBackend {
+    /// Connects and creates the table if needed.
+    pub async fn connect(url: &PostgresUrl) -> Result<Self> {
+        let address = StoreUrl::Postgres(url.clone()).to_string();
+        let client = conn::open(url, &address, |_| {}, || {}).await?;
+        conn::create_schema(&client, &url.table, &address).await?;
+        Ok(LeaseBackend {
+            shared: conn::Shared::new(url.clone(), address.clone(), client),
+            listener: listen::Listener::new(url.clone(), address.clone(), url.table.clone()),
+            sql: Sql::new(&url.table),
+            address,
+        })
+    }
+
+    async fn run(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        self.shared.query(sql, params).await
+    }
+}
+
+fn info(row: &tokio_postgres::Row) -> LockInfo {
+    LockInfo {
+        name: row.get(0),
+        owner: row.get(1),
+        holder: row.get(2),
+        fence: u64::try_from(row.get::<_, i64>(3)).ok(),
+        expires_in: Some(remaining(row.get(4))),
+        waiters: None,
+    }
+}
+
+#[async_trait]
+impl Backend for LeaseBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: false,
+            pushed_wakeups: true,
+            server_detects_loss: false,
+            server_clock: true,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let owner = req.owner.to_string();
+        let ttl = millis(req.ttl);
+        let rows = self
+            .run(
+                &self.sql.acquire,
+                &[&req.name.as_str(), &owner, &req.label, &ttl],
+            )
+            .await?;
+        if let Some(row) = rows.first() {
+            let fence: i64 = row.get(0);
+            return Ok(Attempt::Granted {
+                fence: u64::try_from(fence).unwrap_or(0),
+            });
+        }
+        let rows = self.run(&self.sql.remaining, &[&req.name.as_str()]).await?;
+        Ok(Attempt::Held {
+            expires_in: rows.first().map(|r| remaining(r.get(0))),
+        })
+    }
+
+    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        Ok(Subscription::pushed(
+            self.listener.subscribe(name.as_str()).await?,
+        ))
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        let extend = format!("{} RETURNING 1", self.sql.extend);
+        let rows = self
+            .run(&extend, &[&name.as_str(), &owner.to_string(), &millis(ttl)])
+            .await?;
+        owner_checked(name, rows.len() as u64)
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let rows = self
+            .run(&self.sql.release, &[&name.as_str(), &owner.to_string()])
+            .await?;
+        owner_checked(name, rows.len() as u64)
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let held = self.list(name.as_str()).await?;
+        Ok(held.into_iter().find(|i| i.name == name.as_str()))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let rows = self.run(&self.sql.list, &[&prefix]).await?;
+        Ok(rows.iter().map(info).collect())
+    }
+}
+
+fn owner_checked(name: &Name, changed: u64) -> Result<()> {
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(Error::NotOwner {
+            name: name.to_string(),
+        })
+    }
+}

@@ -1,0 +1,34 @@
+use std::sync::OnceLock;
+
+use lockward::Store;
+use lockward_testkit::PostgresServer;
+
+use crate::suite::Fixture;
+
+/// One server for the whole suite.
+pub fn server() -> &'static PostgresServer {
+    static SERVER: OnceLock<PostgresServer> = OnceLock::new();
+    SERVER.get_or_init(PostgresServer::start)
+}
+
+struct Postgres(String);
+
+#[async_trait::async_trait]
+impl Fixture for Postgres {
+    async fn store(&self) -> Store {
+        Store::open(&self.0).await.expect("open postgres store")
+    }
+    fn url(&self) -> String {
+        self.0.clone()
+    }
+}
+
+mod lease {
+    use super::*;
+
+    async fn fixture() -> Postgres {
+        Postgres(server().url())
+    }
+
+    crate::conformance!(fixture);
+}
