@@ -81,6 +81,17 @@ pub enum Error {
         /// What was unexpected.
         message: String,
     },
+    /// A fenced resource refused a write: a newer holder already wrote
+    /// with a larger fence. The writer's lock is gone; it must stop.
+    #[error("write to {key:?} with fence {fence} refused: fence {current} was accepted already")]
+    Stale {
+        /// The resource key.
+        key: String,
+        /// The refused write's fence.
+        fence: u64,
+        /// The fence of the last accepted write.
+        current: u64,
+    },
     /// The store URL names a backend this build does not include.
     #[error("backend {scheme:?} is not available in this build: {why}")]
     Unsupported {

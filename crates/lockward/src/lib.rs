@@ -27,6 +27,7 @@
 pub mod backend;
 pub mod duration;
 mod error;
+pub mod fence;
 mod guard;
 mod lease;
 mod line;

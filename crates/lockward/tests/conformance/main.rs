@@ -2,6 +2,7 @@
 //! Each backend module provides a fixture (how to open a store on it) and
 //! invokes `conformance!`.
 
+mod resources;
 mod suite;
 
 #[cfg(feature = "etcd")]

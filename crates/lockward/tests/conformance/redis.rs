@@ -6,7 +6,7 @@ use lockward_testkit::RedisServer;
 use crate::suite::Fixture;
 
 /// One server for the whole suite: each check uses its own lock names.
-fn server() -> &'static RedisServer {
+pub fn server() -> &'static RedisServer {
     static SERVER: OnceLock<RedisServer> = OnceLock::new();
     SERVER.get_or_init(RedisServer::start)
 }

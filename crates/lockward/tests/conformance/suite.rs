@@ -31,7 +31,8 @@ macro_rules! conformance {
             extend_keeps, renewal_keeps, waiter_wakes_promptly, fifo_where_claimed,
             lost_fires, acquire_times_out, cancelled_wait_leaves_nothing,
             with_lock_cancels_work, inspect_and_list, drop_releases, bad_input,
-            paused_holder_learns_it_lost, local_waiters_in_order);
+            paused_holder_learns_it_lost, local_waiters_in_order,
+            paused_holders_write_is_refused);
     };
     (@tests $fixture:path; $($check:ident),*) => {
         $(
@@ -537,4 +538,38 @@ pub async fn local_waiters_in_order(f: &impl Fixture) {
             .unwrap();
     }
     assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+}
+
+/// The seed's scenario on every fenced resource: holder A takes the lock,
+/// is paused past its TTL, B takes it (a larger fence) and writes, A
+/// resumes and writes with its old fence: refused, and B's value stays.
+pub async fn paused_holders_write_is_refused(f: &impl Fixture) {
+    let store = f.store().await;
+    let name = unique("fenced");
+    let a = store.try_acquire(&name, &short(300)).await.unwrap();
+    // A is paused: no renewal, nothing sent. B waits for the lock.
+    let b = f
+        .store()
+        .await
+        .acquire(&name, &short(5_000).wait(Duration::from_secs(5)))
+        .await
+        .expect("B never got the lock");
+    assert!(b.fence() > a.fence(), "{} <= {}", b.fence(), a.fence());
+    for (kind, resource) in crate::resources::all().await {
+        let key = unique("account");
+        resource.write(&key, b"B", b.fence()).await.unwrap();
+        match resource.write(&key, b"A", a.fence()).await {
+            Err(Error::Stale { fence, current, .. }) => {
+                assert_eq!((fence, current), (a.fence(), b.fence()), "{kind}")
+            }
+            other => panic!("{kind} accepted a stale write: {other:?}"),
+        }
+        assert_eq!(
+            resource.read(&key).await.unwrap().unwrap().value,
+            b"B",
+            "{kind}"
+        );
+    }
+    assert!(a.is_lost());
+    b.release().await.unwrap();
 }
