@@ -69,11 +69,8 @@ pub async fn open(
         }
     };
     tokio::spawn(async move {
-        loop {
-            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                Some(Ok(message)) => on_message(message),
-                Some(Err(_)) | None => break,
-            }
+        while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            on_message(message);
         }
         on_close();
     });
@@ -108,10 +105,12 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
 pub struct Shared {
     url: PostgresUrl,
     address: String,
-    client: Mutex<Option<(Arc<Client>, Arc<std::sync::Mutex<Prepared>>)>>,
+    client: Mutex<Option<Connected>>,
 }
 
 type Prepared = std::collections::HashMap<String, tokio_postgres::Statement>;
+/// A live connection and the statements prepared on it.
+type Connected = (Arc<Client>, Arc<std::sync::Mutex<Prepared>>);
 
 impl Shared {
     pub fn new(url: PostgresUrl, address: String, client: Client) -> Self {
@@ -123,7 +122,7 @@ impl Shared {
     }
 
     /// The connection, reopened if it had closed.
-    async fn get(&self) -> Result<(Arc<Client>, Arc<std::sync::Mutex<Prepared>>)> {
+    async fn get(&self) -> Result<Connected> {
         let mut slot = self.client.lock().await;
         if let Some(pair) = slot.as_ref().filter(|(c, _)| !c.is_closed()) {
             return Ok(pair.clone());
