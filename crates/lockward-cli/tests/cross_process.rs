@@ -120,3 +120,11 @@ fn etcd_cross_process() {
     let etcd = lockward_testkit::EtcdCluster::start_single();
     run_cross_process(&etcd.url());
 }
+
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_cross_process_both_modes() {
+    let server = lockward_testkit::PostgresServer::start();
+    run_cross_process(&server.url());
+    run_cross_process(&format!("{}?mode=advisory", server.url()));
+}

@@ -91,3 +91,10 @@ fn etcd_paused_holder() {
     let etcd = lockward_testkit::EtcdCluster::start_single();
     paused_holder_loses_to_a_larger_fence(&etcd.url());
 }
+
+#[cfg(feature = "postgres")]
+#[test]
+fn postgres_lease_paused_holder() {
+    let server = lockward_testkit::PostgresServer::start();
+    paused_holder_loses_to_a_larger_fence(&server.url());
+}

@@ -213,8 +213,9 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        let lost = self.is_lost();
-        if self.end() || lost {
+        // Released even when lost: the release is owner-checked, and a
+        // session lock (PostgreSQL advisory) would otherwise stay held.
+        if self.end() {
             return;
         }
         // Best effort: without a runtime there is nobody to send it, and the

@@ -130,7 +130,8 @@ pub struct PostgresUrl {
     pub password: Option<Secret>,
     /// Database.
     pub db: String,
-    /// The lock table, `lockward_locks` by default (a plain SQL identifier).
+    /// The lock table (a plain SQL name): `lockward_locks` by default, or
+    /// `lockward_advisory` in advisory mode.
     pub table: String,
     /// Lease rows or advisory locks.
     pub mode: PostgresMode,
@@ -332,7 +333,14 @@ impl StoreUrl {
                 } else {
                     percent_decode(db)?
                 };
-                let table = parts.param("table").unwrap_or("lockward_locks").to_string();
+                let mode_name = parts.param("mode").unwrap_or("lease");
+                // The modes keep different rows, so they default to different tables.
+                let default_table = if mode_name == "advisory" {
+                    "lockward_advisory"
+                } else {
+                    "lockward_locks"
+                };
+                let table = parts.param("table").unwrap_or(default_table).to_string();
                 let plain = |c: char| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit();
                 if table.is_empty()
                     || table.len() > 50
@@ -343,7 +351,7 @@ impl StoreUrl {
                         "table {table:?} must be a plain SQL name: lowercase letters, digits and _, at most 50"
                     )));
                 }
-                let mode = match parts.param("mode").unwrap_or("lease") {
+                let mode = match mode_name {
                     "lease" => PostgresMode::Lease,
                     "advisory" => PostgresMode::Advisory,
                     other => {
@@ -400,7 +408,11 @@ impl fmt::Display for StoreUrl {
                 write_auth(f, &Some(p.user.clone()), &p.password)?;
                 write!(f, "{}/{}", p.endpoint, p.db)?;
                 let mut params = Vec::new();
-                if p.table != "lockward_locks" {
+                let default_table = match p.mode {
+                    PostgresMode::Lease => "lockward_locks",
+                    PostgresMode::Advisory => "lockward_advisory",
+                };
+                if p.table != default_table {
                     params.push(format!("table={}", p.table));
                 }
                 if p.mode == PostgresMode::Advisory {

@@ -146,6 +146,7 @@ impl Backend for MemoryBackend {
             pushed_wakeups: true,
             server_detects_loss: false,
             server_clock: true,
+            expires: true,
             durable: false,
             cross_process: false,
             cross_host: false,

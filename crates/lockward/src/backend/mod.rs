@@ -40,6 +40,11 @@ pub struct Capabilities {
     pub server_detects_loss: bool,
     /// Expiry is timed by the store's clock, not by the clients' hosts.
     pub server_clock: bool,
+    /// The store frees a lock whose TTL passed without renewal. False for
+    /// session locks (PostgreSQL advisory mode): those are held until the
+    /// holder releases them or its session ends, so a paused holder keeps
+    /// its lock (and nobody else can take it meanwhile).
+    pub expires: bool,
     /// Fences and locks survive reopening the store (and, for servers, a
     /// restart with persistence).
     pub durable: bool,

@@ -178,6 +178,7 @@ impl Backend for SqliteBackend {
             pushed_wakeups: false,
             server_detects_loss: false,
             server_clock: false,
+            expires: true,
             durable: true,
             cross_process: true,
             cross_host: false,

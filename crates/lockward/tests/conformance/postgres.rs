@@ -32,3 +32,13 @@ mod lease {
 
     crate::conformance!(fixture);
 }
+
+mod advisory {
+    use super::*;
+
+    async fn fixture() -> Postgres {
+        Postgres(format!("{}?mode=advisory", server().url()))
+    }
+
+    crate::conformance!(fixture);
+}

@@ -511,6 +511,7 @@ impl Backend for EtcdBackend {
             pushed_wakeups: true,
             server_detects_loss: false,
             server_clock: true,
+            expires: true,
             durable: true,
             cross_process: true,
             cross_host: true,

@@ -11,8 +11,9 @@
 //! `NOTIFY` in the same statement; waiters `LISTEN` first, re-check, and
 //! also wake at the holder's expiry.
 //!
-//! **`mode=advisory`** (session advisory locks) is parsed but not built yet.
+//! **`mode=advisory`**: session advisory locks; see [`advisory`].
 
+pub mod advisory;
 mod conn;
 mod listen;
 
@@ -32,11 +33,7 @@ use crate::url::{PostgresMode, PostgresUrl, StoreUrl};
 pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
     match url.mode {
         PostgresMode::Lease => Ok(Arc::new(LeaseBackend::connect(url).await?)),
-        PostgresMode::Advisory => Err(Error::Unsupported {
-            scheme: "postgres".into(),
-            why: "mode=advisory is not implemented in this version of lockward; use mode=lease"
-                .into(),
-        }),
+        PostgresMode::Advisory => Ok(Arc::new(advisory::AdvisoryBackend::connect(url).await?)),
     }
 }
 
@@ -137,6 +134,7 @@ impl Backend for LeaseBackend {
             pushed_wakeups: true,
             server_detects_loss: false,
             server_clock: true,
+            expires: true,
             durable: true,
             cross_process: true,
             cross_host: true,

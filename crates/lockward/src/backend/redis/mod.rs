@@ -154,6 +154,7 @@ impl Backend for RedisBackend {
             pushed_wakeups: true,
             server_detects_loss: false,
             server_clock: true,
+            expires: true,
             durable: true,
             cross_process: true,
             cross_host: true,

@@ -249,6 +249,7 @@ impl Backend for RedlockBackend {
             pushed_wakeups: true,
             server_detects_loss: false,
             server_clock: true,
+            expires: true,
             durable: true,
             cross_process: true,
             cross_host: true,

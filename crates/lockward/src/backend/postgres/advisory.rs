@@ -1,0 +1,310 @@
+//! `mode=advisory`: PostgreSQL session advisory locks.
+//!
+//! Each held lock is a session advisory lock on a connection of its own,
+//! keyed by `hashtextextended('<table>:<name>', 0)`. The server releases it
+//! when that connection drops, as ZooKeeper drops an ephemeral node: a
+//! crashed holder frees its lock at once, with no TTL to wait out. The
+//! fence comes from the lease mode's sequence, drawn in the same statement
+//! after the lock is granted. Waiting is the server's own lock queue
+//! (`pg_advisory_lock`, bounded by `statement_timeout`): nothing polls.
+//! Renewal is a round trip on the holding connection; when it fails, the
+//! session (and the lock with it) is gone, and `lost()` fires. A row per
+//! held lock (with the holder's backend pid) makes `status` possible.
+//!
+//! Nothing frees a lock whose holder is alive but stuck: a holder paused
+//! past its TTL keeps it (and its local deadline still tells it to stop).
+//!
+//! Advisory locks belong to a server session, so they do not survive a
+//! pooler that hands one session to many clients: behind PgBouncer in
+//! transaction mode, the lock is taken on whichever server connection ran
+//! that transaction and may be released or kept by another client's
+//! traffic. Connect directly, or through a session-mode pool.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use tokio_postgres::{Client, NoTls};
+
+use super::conn;
+use crate::backend::{Attempt, Backend, Capabilities, Grant, Request};
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+use crate::url::{PostgresUrl, StoreUrl};
+
+/// Bound on a renewal's round trip on the holding connection.
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Advisory mode.
+pub struct AdvisoryBackend {
+    url: PostgresUrl,
+    address: String,
+    shared: conn::Shared,
+    table: String,
+    /// The connection holding each of this store's locks.
+    held: Mutex<HashMap<(Name, OwnerId), Arc<Client>>>,
+    /// Connections to reuse for the next lock.
+    idle: Mutex<Vec<Client>>,
+}
+
+/// A session waiting in the server's lock queue; cancelled and closed if
+/// the wait is dropped, so the server takes it out of the queue.
+struct Waiting {
+    client: Option<Client>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let cancel = client.cancel_token();
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = cancel.cancel_query(NoTls).await;
+                    drop(client);
+                });
+            }
+        }
+    }
+}
+
+impl AdvisoryBackend {
+    /// Connects and creates the bookkeeping table if needed.
+    pub async fn connect(url: &PostgresUrl) -> Result<Self> {
+        let address = StoreUrl::Postgres(url.clone()).to_string();
+        let client = conn::open(url, &address, |_| {}, || {}).await?;
+        conn::create_schema(&client, &url.table, &address).await?;
+        Ok(AdvisoryBackend {
+            shared: conn::Shared::new(url.clone(), address.clone(), client),
+            table: url.table.clone(),
+            url: url.clone(),
+            address,
+            held: Mutex::new(HashMap::new()),
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Arc<Client>>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn session(&self) -> Result<Client> {
+        let reusable = {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed())
+        };
+        match reusable {
+            Some(c) => Ok(c),
+            None => conn::open(&self.url, &self.address, |_| {}, || {}).await,
+        }
+    }
+
+    fn put_back(&self, client: Client) {
+        if !client.is_closed() {
+            self.idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(client);
+        }
+    }
+
+    fn lock_key(&self, name: &Name) -> String {
+        format!("{}:{}", self.table, name.as_str())
+    }
+
+    /// The statement that takes the lock (waiting for it when `wait`), draws
+    /// the fence after the grant, and records the holder, in one round trip.
+    /// Returns the fence, or no row when a try found the lock held.
+    fn take_sql(&self, wait: bool) -> String {
+        let t = &self.table;
+        let lock = if wait {
+            // The subquery in FROM runs first: the fence is drawn once held.
+            "FROM (SELECT pg_advisory_lock(hashtextextended($1, 0))) held"
+        } else {
+            "WHERE pg_try_advisory_lock(hashtextextended($1, 0))"
+        };
+        format!(
+            "WITH got AS (SELECT nextval('{t}_fence') AS fence {lock})
+             INSERT INTO {t} (name, owner, holder, fence, expires_at, pid)
+             SELECT $2, $3, $4, fence, 'infinity', pg_backend_pid() FROM got
+             ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
+                 fence = excluded.fence, expires_at = excluded.expires_at, pid = excluded.pid
+             RETURNING fence"
+        )
+    }
+
+    fn record(&self, req: &Request<'_>, client: Client, fence: i64) -> u64 {
+        self.held()
+            .insert((req.name.clone(), req.owner), Arc::new(client));
+        u64::try_from(fence).unwrap_or(0)
+    }
+}
+
+#[async_trait]
+impl Backend for AdvisoryBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: true,
+            pushed_wakeups: true,
+            server_detects_loss: true,
+            server_clock: false,
+            expires: false,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let client = self.session().await?;
+        let sql = self.take_sql(false);
+        let key = self.lock_key(req.name);
+        let owner = req.owner.to_string();
+        let row = client
+            .query_opt(&sql, &[&key, &req.name.as_str(), &owner, &req.label])
+            .await
+            .map_err(|e| conn::pg_error(&self.address, &e))?;
+        match row {
+            Some(row) => {
+                let fence = self.record(req, client, row.get(0));
+                Ok(Attempt::Granted { fence })
+            }
+            None => {
+                self.put_back(client);
+                Ok(Attempt::Held { expires_in: None })
+            }
+        }
+    }
+
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        let started = Instant::now();
+        let mut waiting = Waiting {
+            client: Some(self.session().await?),
+        };
+        let client = waiting.client.as_ref().expect("just set");
+        let timeout_ms = deadline.map_or(0, |d| {
+            d.saturating_duration_since(started).as_millis().max(1)
+        });
+        client
+            .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
+            .await
+            .map_err(|e| conn::pg_error(&self.address, &e))?;
+        let sql = self.take_sql(true);
+        let key = self.lock_key(req.name);
+        let owner = req.owner.to_string();
+        let taken = client
+            .query_opt(&sql, &[&key, &req.name.as_str(), &owner, &req.label])
+            .await;
+        let granted_at = Instant::now();
+        let client = waiting.client.take().expect("still ours");
+        match taken {
+            Ok(Some(row)) => {
+                client
+                    .batch_execute("RESET statement_timeout")
+                    .await
+                    .map_err(|e| conn::pg_error(&self.address, &e))?;
+                let fence = self.record(req, client, row.get(0));
+                Ok(Some(Grant {
+                    fence,
+                    // The lock has no server-side TTL; the local deadline
+                    // counts from the grant.
+                    started: granted_at,
+                }))
+            }
+            Ok(None) => Err(Error::Protocol {
+                address: self.address.clone(),
+                message: "pg_advisory_lock returned without the lock".into(),
+            }),
+            // 57014: statement_timeout, our deadline.
+            Err(e) if e.code().is_some_and(|c| c.code() == "57014") => Ok(None),
+            Err(e) => Err(conn::pg_error(&self.address, &e)),
+        }
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, _ttl: Duration) -> Result<()> {
+        let Some(client) = self.held().get(&(name.clone(), owner)).cloned() else {
+            return Err(Error::NotOwner {
+                name: name.to_string(),
+            });
+        };
+        // The session holds the lock for as long as it lives.
+        match tokio::time::timeout(PING_TIMEOUT, client.simple_query("SELECT 1")).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) if client.is_closed() => {
+                self.held().remove(&(name.clone(), owner));
+                Err(Error::NotOwner {
+                    name: name.to_string(),
+                })
+            }
+            Ok(Err(e)) => Err(conn::pg_error(&self.address, &e)),
+            Err(_) => Err(Error::Unavailable {
+                address: self.address.clone(),
+                message: format!("the holding session did not answer within {PING_TIMEOUT:?}"),
+            }),
+        }
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        let Some(client) = self.held().remove(&(name.clone(), owner)) else {
+            return Err(not_owner());
+        };
+        let key = self.lock_key(name);
+        let sql = format!(
+            "WITH gone AS (DELETE FROM {} WHERE name = $2 AND owner = $3)
+             SELECT pg_advisory_unlock(hashtextextended($1, 0))",
+            self.table
+        );
+        let unlocked = client
+            .query_one(&sql, &[&key, &name.as_str(), &owner.to_string()])
+            .await
+            .map(|r| r.get::<_, bool>(0));
+        match unlocked {
+            Ok(true) => {
+                if let Ok(client) = Arc::try_unwrap(client) {
+                    self.put_back(client);
+                }
+                Ok(())
+            }
+            Ok(false) => Err(not_owner()),
+            Err(_) if client.is_closed() => Err(not_owner()),
+            Err(e) => Err(conn::pg_error(&self.address, &e)),
+        }
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let held = self.list(name.as_str()).await?;
+        Ok(held.into_iter().find(|i| i.name == name.as_str()))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        // A row counts while its session still holds an advisory lock.
+        let sql = format!(
+            "SELECT name, owner, holder, fence FROM {} l
+             WHERE starts_with(name, $1) AND EXISTS (
+                 SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.pid = l.pid AND k.granted)
+             ORDER BY name",
+            self.table
+        );
+        let rows = self.shared.query(&sql, &[&prefix]).await?;
+        Ok(rows
+            .iter()
+            .map(|r| LockInfo {
+                name: r.get(0),
+                owner: r.get(1),
+                holder: r.get(2),
+                fence: u64::try_from(r.get::<_, i64>(3)).ok(),
+                expires_in: None,
+                waiters: None,
+            })
+            .collect())
+    }
+}
