@@ -12,10 +12,8 @@ use std::time::{Duration, Instant};
 use lockward::{LockOptions, Renewal, Store};
 use lockward_testkit::EtcdCluster;
 
-fn percentile(mut samples: Vec<Duration>, p: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() - 1) as f64 * p) as usize]
-}
+mod common;
+use common::percentile;
 
 #[tokio::main]
 async fn main() {
@@ -62,21 +60,7 @@ async fn main() {
         c99.as_secs_f64() / put99.as_secs_f64()
     );
 
-    let mut handoffs = Vec::new();
-    for _ in 0..100 {
-        let holder = store.try_acquire("handoff", &opts).await.unwrap();
-        let (s, o) = (store.clone(), opts.clone());
-        let waiter = tokio::spawn(async move {
-            let g = s.acquire("handoff", &o).await.unwrap();
-            let at = Instant::now();
-            g.release().await.unwrap();
-            at
-        });
-        tokio::time::sleep(Duration::from_micros(2_000 + fastrand::u64(0..10_000))).await;
-        let released = Instant::now();
-        holder.release().await.unwrap();
-        handoffs.push(waiter.await.unwrap().saturating_duration_since(released));
-    }
+    let handoffs = common::handoffs(&store, &opts, 100, Duration::from_millis(2)).await;
     let h50 = percentile(handoffs.clone(), 0.5);
     println!(
         "handoff:                 p50 {h50:?}  p99 {:?}  ({:.1} put round trips; target < 2)",

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use lockward::{LockOptions, Renewal, Store};
 use lockward_testkit::RedisServer;
 
+mod common;
+
 const RUN_FOR: Duration = Duration::from_secs(3);
 
 #[tokio::main]
@@ -39,7 +41,17 @@ async fn main() {
             busy(client_before, me),
         );
     }
-    let (p50, p99) = handoff(&store).await;
+    let samples = common::handoffs(
+        &store,
+        &LockOptions::new().renewal(Renewal::Off),
+        200,
+        Duration::from_millis(1),
+    )
+    .await;
+    let (p50, p99) = (
+        common::percentile(samples.clone(), 0.5),
+        common::percentile(samples, 0.99),
+    );
     println!("handoff: p50 {p50:?}, p99 {p99:?} (target p50 < 1 ms; polling clients ~50 ms)");
 }
 
@@ -91,28 +103,4 @@ async fn cycles_per_s(store: &Store, clients: usize) -> f64 {
         total += t.await.unwrap();
     }
     total as f64 / RUN_FOR.as_secs_f64()
-}
-
-async fn handoff(store: &Store) -> (Duration, Duration) {
-    let opts = LockOptions::new().renewal(Renewal::Off);
-    let mut samples = Vec::new();
-    for _ in 0..200 {
-        let holder = store.try_acquire("bench/handoff", &opts).await.unwrap();
-        let (s, o) = (store.clone(), opts.clone());
-        let waiter = tokio::spawn(async move {
-            let g = s.acquire("bench/handoff", &o).await.unwrap();
-            let at = Instant::now();
-            g.release().await.unwrap();
-            at
-        });
-        tokio::time::sleep(Duration::from_micros(1_000 + fastrand::u64(0..10_000))).await;
-        let released = Instant::now();
-        holder.release().await.unwrap();
-        samples.push(waiter.await.unwrap().saturating_duration_since(released));
-    }
-    samples.sort();
-    (
-        samples[samples.len() / 2],
-        samples[samples.len() * 99 / 100],
-    )
 }

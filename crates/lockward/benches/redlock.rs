@@ -13,6 +13,8 @@ use lockward::{LockOptions, Renewal, Store};
 use lockward_testkit::{RedisMasters, RedisOptions};
 use rslock::LockManager;
 
+mod common;
+
 const RUN_FOR: Duration = Duration::from_secs(2);
 const TTL: Duration = Duration::from_secs(10);
 
@@ -70,20 +72,12 @@ async fn main() {
 }
 
 async fn lockward_cycles(store: &Store) -> f64 {
-    let opts = LockOptions::new().ttl(TTL).renewal(Renewal::Off);
-    let until = Instant::now() + RUN_FOR;
-    let mut n = 0;
-    while Instant::now() < until {
-        store
-            .try_acquire("bench", &opts)
-            .await
-            .unwrap()
-            .release()
-            .await
-            .unwrap();
-        n += 1;
-    }
-    n as f64 / RUN_FOR.as_secs_f64()
+    common::cycles_per_s(
+        store,
+        &LockOptions::new().ttl(TTL).renewal(Renewal::Off),
+        RUN_FOR,
+    )
+    .await
 }
 
 async fn rslock_cycles(manager: &LockManager) -> f64 {
@@ -162,29 +156,12 @@ fn random_pause() -> Duration {
     Duration::from_micros(1_000 + fastrand::u64(0..10_000))
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 async fn lockward_handoff(store: &Store) -> Duration {
     let opts = LockOptions::new().ttl(TTL).renewal(Renewal::Off);
-    let mut samples = Vec::new();
-    for _ in 0..60 {
-        let holder = store.try_acquire("handoff", &opts).await.unwrap();
-        let (s, o) = (store.clone(), opts.clone());
-        let waiter = tokio::spawn(async move {
-            let g = s.acquire("handoff", &o).await.unwrap();
-            let at = Instant::now();
-            g.release().await.unwrap();
-            at
-        });
-        tokio::time::sleep(random_pause()).await;
-        let released = Instant::now();
-        holder.release().await.unwrap();
-        samples.push(waiter.await.unwrap().saturating_duration_since(released));
-    }
-    median(samples)
+    common::percentile(
+        common::handoffs(store, &opts, 60, Duration::from_millis(1)).await,
+        0.5,
+    )
 }
 
 async fn rslock_handoff(manager: &LockManager) -> Duration {
@@ -203,5 +180,5 @@ async fn rslock_handoff(manager: &LockManager) -> Duration {
         manager.unlock(&holder).await;
         samples.push(waiter.await.unwrap().saturating_duration_since(released));
     }
-    median(samples)
+    common::percentile(samples, 0.5)
 }

@@ -44,3 +44,44 @@ pub fn wait_gone(pid: u32, within: Duration) -> bool {
     }
     false
 }
+
+/// `lockward run NAME` holds the lock on `store_url` while `during(fence)`
+/// runs; meanwhile `status --json` must show the lock with that fence, and a
+/// `--no-wait` run must exit 75.
+pub fn check_run_and_status(store_url: &str, name: &str, during: impl FnOnce(u64)) {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let mut holder = Command::new(lockward())
+        .args(["--store", store_url, "run", name, "--ttl", "10s", "--"])
+        .args([
+            "sh",
+            "-c",
+            r#"echo "$LOCKWARD_FENCE" > "$1/fence"; sleep 5"#,
+            "sh",
+        ])
+        .arg(dir.path())
+        .spawn()
+        .unwrap();
+    let fence: u64 = wait_for_file(&dir.path().join("fence"), Duration::from_secs(10))
+        .parse()
+        .unwrap();
+    let out = Command::new(lockward())
+        .args(["--store", store_url, "status", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == name))
+        .unwrap_or_else(|| panic!("{name} not in status on {store_url}: {rows}"));
+    assert_eq!(row["fence"].as_u64(), Some(fence), "{store_url}");
+    let busy = Command::new(lockward())
+        .args(["--store", store_url, "run", name, "--no-wait", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(busy.status.code(), Some(75), "{store_url}");
+    during(fence);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}

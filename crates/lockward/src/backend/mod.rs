@@ -187,6 +187,35 @@ pub trait Backend: Send + Sync + 'static {
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>>;
 }
 
+/// [`Error::NotOwner`](crate::Error::NotOwner) unless the owner-checked
+/// statement or script changed exactly one lock.
+pub(crate) fn owner_checked(name: &Name, changed: u64) -> Result<()> {
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(crate::Error::NotOwner {
+            name: name.to_string(),
+        })
+    }
+}
+
+/// For `list`: inspects each name found (once each, in order) and keeps the
+/// ones held.
+pub(crate) async fn inspect_each<B: Backend + ?Sized>(
+    backend: &B,
+    mut names: Vec<Name>,
+) -> Result<Vec<LockInfo>> {
+    names.sort();
+    names.dedup();
+    let mut held = Vec::new();
+    for name in names {
+        if let Some(info) = backend.inspect(&name).await? {
+            held.push(info);
+        }
+    }
+    Ok(held)
+}
+
 impl std::fmt::Debug for dyn Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Backend({})", self.address())

@@ -241,7 +241,7 @@ impl Backend for SqliteBackend {
                 .execute(params![key, &owner[..], now + ttl, now])
             })
             .await?;
-        owner_checked(name, changed)
+        crate::backend::owner_checked(name, changed as u64)
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
@@ -256,7 +256,7 @@ impl Backend for SqliteBackend {
                 .execute(params![key, &owner[..], host_clock::now_ms()])
             })
             .await?;
-        owner_checked(name, changed)
+        crate::backend::owner_checked(name, changed as u64)
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
@@ -296,15 +296,5 @@ impl SqliteBackend {
             rows.collect()
         })
         .await
-    }
-}
-
-fn owner_checked(name: &Name, changed: usize) -> Result<()> {
-    if changed == 1 {
-        Ok(())
-    } else {
-        Err(Error::NotOwner {
-            name: name.to_string(),
-        })
     }
 }

@@ -95,13 +95,16 @@ pub async fn mutual_exclusion(f: &impl Fixture) {
     );
 }
 
-/// 1,000 acquisitions, some ending by expiry and some after reopening the
-/// store (durable backends): every fence is larger than the one before.
+/// 1,000 acquisitions, some ending by expiry (where the store expires
+/// locks) and some after reopening the store (durable backends): every
+/// fence is larger than the one before.
 pub async fn fences_increase(f: &impl Fixture) {
     let name = unique("fences");
     let mut store = f.store().await;
     let durable = store.capabilities().durable;
-    let opts = short(30);
+    let expires = store.capabilities().expires;
+    // Long enough that a release reaches a loaded server before the TTL.
+    let opts = short(300);
     let mut last = 0;
     for i in 0..1000 {
         if durable && i % 250 == 249 {
@@ -110,10 +113,9 @@ pub async fn fences_increase(f: &impl Fixture) {
         let guard = store.acquire(&name, &opts).await.expect("acquire");
         assert!(guard.fence() > last, "fence {} after {last}", guard.fence());
         last = guard.fence();
-        if i % 200 == 199 {
-            // Let it expire instead of releasing it.
-            tokio::time::sleep(Duration::from_millis(40)).await;
-            drop(guard);
+        if i % 200 == 199 && expires {
+            // Let it expire instead of releasing it (dropping would release).
+            std::mem::forget(guard);
         } else {
             guard.release().await.expect("release");
         }
@@ -194,9 +196,9 @@ pub async fn extend_keeps(f: &impl Fixture) {
 pub async fn renewal_keeps(f: &impl Fixture) {
     let store = f.store().await;
     let name = unique("renew");
-    let opts = LockOptions::new().ttl(Duration::from_millis(300));
+    let opts = LockOptions::new().ttl(Duration::from_millis(600));
     let guard = store.try_acquire(&name, &opts).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert!(!guard.is_lost(), "renewal let the lease lapse");
     assert!(matches!(
         f.store().await.try_acquire(&name, &short(300)).await,
@@ -254,28 +256,11 @@ pub async fn fifo_where_claimed(f: &impl Fixture) {
         // Not claimed: check only that every waiter gets the lock.
         eprintln!("{} does not claim FIFO; checking liveness only", f.url());
     }
-    let name = unique("fifo");
-    let holder = store.try_acquire(&name, &short(10_000)).await.unwrap();
-    let order = Arc::new(Mutex::new(Vec::new()));
     let mut waiters = Vec::new();
-    for i in 0..6 {
-        let s = f.store().await;
-        let (name, order) = (name.clone(), order.clone());
-        waiters.push(tokio::spawn(async move {
-            let g = s.acquire(&name, &short(10_000)).await.unwrap();
-            order.lock().unwrap().push(i);
-            g.release().await.unwrap();
-        }));
-        tokio::time::sleep(Duration::from_millis(30)).await;
+    for _ in 0..6 {
+        waiters.push(f.store().await);
     }
-    holder.release().await.unwrap();
-    for w in waiters {
-        tokio::time::timeout(Duration::from_secs(10), w)
-            .await
-            .expect("waiter starved")
-            .unwrap();
-    }
-    let order = order.lock().unwrap().clone();
+    let order = acquisition_order(&store, waiters, Duration::from_millis(30)).await;
     assert_eq!(order.len(), 6);
     if store.capabilities().fifo {
         assert_eq!(order, vec![0, 1, 2, 3, 4, 5], "not FIFO");
@@ -543,27 +528,37 @@ pub async fn paused_holder_learns_it_lost(f: &impl Fixture) {
 /// came, on every backend (the store's waiting line).
 pub async fn local_waiters_in_order(f: &impl Fixture) {
     let store = f.store().await;
-    let name = unique("line");
-    let holder = store.try_acquire(&name, &short(10_000)).await.unwrap();
+    let waiters = vec![store.clone(); 5];
+    let order = acquisition_order(&store, waiters, Duration::from_millis(20)).await;
+    assert_eq!(order, vec![0, 1, 2, 3, 4]);
+}
+
+/// Holds a fresh lock on `holder`, starts one waiter per store in
+/// `waiters`, `spacing` apart, releases, and returns the order in which the
+/// waiters acquired.
+async fn acquisition_order(holder: &Store, waiters: Vec<Store>, spacing: Duration) -> Vec<usize> {
+    let name = unique("order");
+    let held = holder.try_acquire(&name, &short(10_000)).await.unwrap();
     let order = Arc::new(Mutex::new(Vec::new()));
-    let mut waiters = Vec::new();
-    for i in 0..5 {
-        let (s, name, order) = (store.clone(), name.clone(), order.clone());
-        waiters.push(tokio::spawn(async move {
+    let mut tasks = Vec::new();
+    for (i, s) in waiters.into_iter().enumerate() {
+        let (name, order) = (name.clone(), order.clone());
+        tasks.push(tokio::spawn(async move {
             let g = s.acquire(&name, &short(10_000)).await.unwrap();
             order.lock().unwrap().push(i);
             g.release().await.unwrap();
         }));
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(spacing).await;
     }
-    holder.release().await.unwrap();
-    for w in waiters {
-        tokio::time::timeout(Duration::from_secs(10), w)
+    held.release().await.unwrap();
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(10), t)
             .await
             .expect("waiter starved")
             .unwrap();
     }
-    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+    let order = order.lock().unwrap().clone();
+    order
 }
 
 /// The seed's scenario on every fenced resource: holder A takes the lock,

@@ -698,21 +698,13 @@ impl Backend for EtcdBackend {
                 async move { c.get(key, Some(opts)).await }
             })
             .await?;
-        let mut names: Vec<Name> = resp
+        let names: Vec<Name> = resp
             .kvs()
             .iter()
             .filter_map(|kv| std::str::from_utf8(kv.key()).ok())
             .filter_map(|k| keys::name_of(&self.prefix, k))
             .filter_map(|n| Name::new(n).ok())
             .collect();
-        names.sort();
-        names.dedup();
-        let mut held = Vec::new();
-        for name in names {
-            if let Some(info) = self.inspect(&name).await? {
-                held.push(info);
-            }
-        }
-        Ok(held)
+        crate::backend::inspect_each(self, names).await
     }
 }

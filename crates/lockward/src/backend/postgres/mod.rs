@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::backend::{Attempt, Backend, Capabilities, Request, Subscription};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
@@ -177,14 +177,14 @@ impl Backend for LeaseBackend {
         let rows = self
             .run(&extend, &[&name.as_str(), &owner.to_string(), &millis(ttl)])
             .await?;
-        owner_checked(name, rows.len() as u64)
+        crate::backend::owner_checked(name, rows.len() as u64)
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
         let rows = self
             .run(&self.sql.release, &[&name.as_str(), &owner.to_string()])
             .await?;
-        owner_checked(name, rows.len() as u64)
+        crate::backend::owner_checked(name, rows.len() as u64)
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
@@ -195,15 +195,5 @@ impl Backend for LeaseBackend {
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let rows = self.run(&self.sql.list, &[&prefix]).await?;
         Ok(rows.iter().map(info).collect())
-    }
-}
-
-fn owner_checked(name: &Name, changed: u64) -> Result<()> {
-    if changed == 1 {
-        Ok(())
-    } else {
-        Err(Error::NotOwner {
-            name: name.to_string(),
-        })
     }
 }

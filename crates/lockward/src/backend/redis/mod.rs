@@ -232,7 +232,7 @@ impl Backend for RedisBackend {
                     .arg(millis(ttl)),
             )
             .await?;
-        owner_checked(name, done)
+        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
@@ -251,7 +251,7 @@ impl Backend for RedisBackend {
         if retried && done == 0 {
             return Ok(());
         }
-        owner_checked(name, done)
+        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
@@ -285,30 +285,12 @@ impl Backend for RedisBackend {
         let found = conn::scan_all(&self.conn, &pattern)
             .await
             .map_err(|e| self.unavailable(e))?;
-        let mut names: Vec<Name> = found
+        let names: Vec<Name> = found
             .iter()
             .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
             .filter_map(|k| keys::name_of(k, self.cluster))
             .filter_map(|n| Name::new(n).ok())
             .collect();
-        names.sort();
-        names.dedup();
-        let mut held = Vec::new();
-        for name in names {
-            if let Some(info) = self.inspect(&name).await? {
-                held.push(info);
-            }
-        }
-        Ok(held)
-    }
-}
-
-fn owner_checked(name: &Name, done: i64) -> Result<()> {
-    if done == 1 {
-        Ok(())
-    } else {
-        Err(Error::NotOwner {
-            name: name.to_string(),
-        })
+        crate::backend::inspect_each(self, names).await
     }
 }

@@ -466,7 +466,7 @@ impl Backend for RedlockBackend {
                 .map(|m| crate::backend::redis::conn::scan_all(&m.conn, &pattern)),
         )
         .await;
-        let mut names: Vec<Name> = scans
+        let names: Vec<Name> = scans
             .into_iter()
             .filter_map(|r| r.ok())
             .flatten()
@@ -474,14 +474,6 @@ impl Backend for RedlockBackend {
             .filter_map(|k| keys::name_of(&k, false))
             .filter_map(|n| Name::new(n).ok())
             .collect();
-        names.sort();
-        names.dedup();
-        let mut held = Vec::new();
-        for name in names {
-            if let Some(info) = self.inspect(&name).await? {
-                held.push(info);
-            }
-        }
-        Ok(held)
+        crate::backend::inspect_each(self, names).await
     }
 }
