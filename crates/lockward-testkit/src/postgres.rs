@@ -21,6 +21,7 @@ pub struct PostgresServer {
     port: u16,
     uid: u32,
     gid: u32,
+    tls: bool,
     process: Option<ServerProcess>,
 }
 
@@ -55,6 +56,16 @@ fn postgres_user() -> (u32, u32) {
 impl PostgresServer {
     /// Initialises a cluster in a temporary folder and starts it.
     pub fn start() -> PostgresServer {
+        PostgresServer::start_with(false)
+    }
+
+    /// The same, also serving TLS (`ssl=on`) with a throwaway CA:
+    /// `tls_url()` connects with `sslmode=require&ca=…`.
+    pub fn start_tls() -> PostgresServer {
+        PostgresServer::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> PostgresServer {
         let bin = find_bin();
         let (uid, gid) = postgres_user();
         let dir = tempfile::tempdir().expect("temp dir for postgres");
@@ -78,12 +89,21 @@ impl PostgresServer {
             "initdb failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        if tls {
+            crate::certs::make_certificates(dir.path());
+            for file in ["server.pem", "server.key"] {
+                let path = dir.path().join(file);
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).unwrap();
+            }
+        }
         let mut server = PostgresServer {
             dir,
             bin,
             port: 0,
             uid,
             gid,
+            tls,
             process: None,
         };
         for _ in 0..5 {
@@ -114,9 +134,21 @@ impl PostgresServer {
                 "-c",
                 "full_page_writes=off",
             ])
-            .args(["-c", "max_connections=200"])
-            .uid(self.uid)
-            .gid(self.gid);
+            .args(["-c", "max_connections=200"]);
+        if self.tls {
+            cmd.args(["-c", "ssl=on"])
+                .arg("-c")
+                .arg(format!(
+                    "ssl_cert_file={}",
+                    self.dir.path().join("server.pem").display()
+                ))
+                .arg("-c")
+                .arg(format!(
+                    "ssl_key_file={}",
+                    self.dir.path().join("server.key").display()
+                ));
+        }
+        cmd.uid(self.uid).gid(self.gid);
         let log = self.dir.path().join("postgres.log");
         self.process = Some(ServerProcess::spawn("postgres", cmd, &log).expect("spawn postgres"));
         let until = Instant::now() + Duration::from_secs(30);
@@ -142,6 +174,15 @@ impl PostgresServer {
         format!(
             "postgres://postgres:{PASSWORD}@127.0.0.1:{}/postgres",
             self.port
+        )
+    }
+
+    /// The URL with `sslmode=require&ca=…` (servers from `start_tls`).
+    pub fn tls_url(&self) -> String {
+        format!(
+            "{}?sslmode=require&ca={}",
+            self.url(),
+            self.dir.path().join("ca.pem").display()
         )
     }
 

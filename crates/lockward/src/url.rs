@@ -135,6 +135,11 @@ pub struct PostgresUrl {
     pub table: String,
     /// Lease rows or advisory locks.
     pub mode: PostgresMode,
+    /// `sslmode=require` (or `verify-full`): TLS, with the server's
+    /// certificate and name always verified. Off by default.
+    pub tls: bool,
+    /// TLS only: PEM file of trusted roots (`ca=`); the system's otherwise.
+    pub ca: Option<PathBuf>,
 }
 
 /// The parts of an `etcd://` URL.
@@ -323,7 +328,18 @@ impl StoreUrl {
                 }))
             }
             "postgres" | "postgresql" => {
-                parts.expect_nothing_but(&["table", "mode"])?;
+                parts.expect_nothing_but(&["table", "mode", "sslmode", "ca"])?;
+                let tls = match parts.param("sslmode").unwrap_or("disable") {
+                    "disable" => false,
+                    "require" | "verify-full" => true,
+                    other => return Err(url_error(format!(
+                        "sslmode {other:?} is not supported: use disable, require or verify-full \
+                             (lockward always verifies the server's certificate)"
+                    ))),
+                };
+                if parts.param("ca").is_some() && !tls {
+                    return Err(url_error("ca= needs sslmode=require"));
+                }
                 let user = parts.user.clone().ok_or_else(|| {
                     url_error("postgres:// needs a user: postgres://USER@HOST/DB")
                 })?;
@@ -367,6 +383,8 @@ impl StoreUrl {
                     db,
                     table,
                     mode,
+                    tls,
+                    ca: parts.param("ca").map(PathBuf::from),
                 }))
             }
             other if KNOWN_SCHEMES.contains(&other) => Err(Error::Unsupported {
@@ -417,6 +435,12 @@ impl fmt::Display for StoreUrl {
                 }
                 if p.mode == PostgresMode::Advisory {
                     params.push("mode=advisory".to_string());
+                }
+                if p.tls {
+                    params.push("sslmode=require".to_string());
+                }
+                if let Some(ca) = &p.ca {
+                    params.push(format!("ca={}", ca.display()));
                 }
                 if !params.is_empty() {
                     write!(f, "?{}", params.join("&"))?;

@@ -189,6 +189,10 @@ pub trait Backend: Send + Sync + 'static {
 
 /// [`Error::NotOwner`](crate::Error::NotOwner) unless the owner-checked
 /// statement or script changed exactly one lock.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "redis", feature = "postgres")),
+    allow(dead_code)
+)]
 pub(crate) fn owner_checked(name: &Name, changed: u64) -> Result<()> {
     if changed == 1 {
         Ok(())
@@ -201,6 +205,7 @@ pub(crate) fn owner_checked(name: &Name, changed: u64) -> Result<()> {
 
 /// For `list`: inspects each name found (once each, in order) and keeps the
 /// ones held.
+#[cfg_attr(not(any(feature = "redis", feature = "etcd")), allow(dead_code))]
 pub(crate) async fn inspect_each<B: Backend + ?Sized>(
     backend: &B,
     mut names: Vec<Name>,

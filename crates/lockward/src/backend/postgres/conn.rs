@@ -5,8 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex;
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls};
+use tokio_postgres::tls::TlsStream;
+use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls};
 
 use crate::error::{Error, Result};
 use crate::url::PostgresUrl;
@@ -48,8 +50,9 @@ pub fn pg_error(address: &str, e: &tokio_postgres::Error) -> Error {
     }
 }
 
-/// Opens a connection. `on_message` receives notifications (LISTEN); the
-/// task driving the connection ends when it drops, calling `on_close`.
+/// Opens a connection (with TLS when the URL asks). `on_message` receives
+/// notifications (LISTEN); the task driving the connection ends when it
+/// drops, calling `on_close`.
 pub async fn open(
     url: &PostgresUrl,
     address: &str,
@@ -57,24 +60,91 @@ pub async fn open(
     on_close: impl FnOnce() + Send + 'static,
 ) -> Result<Client> {
     let config = config(url);
-    let connect = config.connect(NoTls);
-    let (client, mut connection) = match tokio::time::timeout(CONNECT_TIMEOUT * 2, connect).await {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => return Err(pg_error(address, &e)),
-        Err(_) => {
-            return Err(Error::Unavailable {
-                address: address.to_string(),
-                message: format!("no answer within {:?}", CONNECT_TIMEOUT * 2),
-            })
-        }
+    let timed_out = || Error::Unavailable {
+        address: address.to_string(),
+        message: format!("no answer within {:?}", CONNECT_TIMEOUT * 2),
     };
-    tokio::spawn(async move {
-        while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-            on_message(message);
+    if url.tls {
+        #[cfg(feature = "postgres-tls")]
+        {
+            let tls = tls::connector(url, address)?;
+            let (client, connection) =
+                tokio::time::timeout(CONNECT_TIMEOUT * 2, config.connect(tls))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(|e| pg_error(address, &e))?;
+            tokio::spawn(drive(connection, on_message, on_close));
+            return Ok(client);
         }
-        on_close();
-    });
+        #[cfg(not(feature = "postgres-tls"))]
+        return Err(Error::Unsupported {
+            scheme: "postgres".into(),
+            why: "sslmode=require needs lockward's `postgres-tls` cargo feature".into(),
+        });
+    }
+    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT * 2, config.connect(NoTls))
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(|e| pg_error(address, &e))?;
+    tokio::spawn(drive(connection, on_message, on_close));
     Ok(client)
+}
+
+/// Drives a connection, handing its asynchronous messages on.
+async fn drive<S, T>(
+    mut connection: Connection<S, T>,
+    on_message: impl Fn(AsyncMessage),
+    on_close: impl FnOnce(),
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: TlsStream + Unpin,
+{
+    while let Some(Ok(message)) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+        on_message(message);
+    }
+    on_close();
+}
+
+#[cfg(feature = "postgres-tls")]
+mod tls {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    use tokio_postgres_rustls::MakeRustlsConnect;
+
+    use crate::error::{Error, Result};
+    use crate::url::PostgresUrl;
+
+    /// A verifying TLS connector: the URL's `ca=` roots, else the system's.
+    pub fn connector(url: &PostgresUrl, address: &str) -> Result<MakeRustlsConnect> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let bad = |message: String| Error::Unavailable {
+            address: address.to_string(),
+            message,
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        match &url.ca {
+            Some(path) => {
+                let certs = CertificateDer::pem_file_iter(path)
+                    .map_err(|e| bad(format!("cannot read the CA file {}: {e}", path.display())))?;
+                for cert in certs {
+                    let cert = cert
+                        .map_err(|e| bad(format!("bad certificate in {}: {e}", path.display())))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| bad(format!("bad certificate in {}: {e}", path.display())))?;
+                }
+            }
+            None => {
+                for cert in rustls_native_certs::load_native_certs().certs {
+                    let _ = roots.add(cert);
+                }
+            }
+        }
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Ok(MakeRustlsConnect::new(config))
+    }
 }
 
 /// Creates the lock table and its fence sequence if missing. An advisory
