@@ -1,6 +1,7 @@
 //! `lockward`: distributed locks from the shell and from any language.
 
 mod child;
+mod elect;
 mod exit;
 mod run;
 mod status;
@@ -43,6 +44,27 @@ enum Command {
         #[arg(long, value_parser = parse_duration)]
         grace: Option<Duration>,
         /// The command and its arguments, after `--`; run directly, not by a shell.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Run CMD only while this instance leads the election NAME.
+    #[command(after_help = exit::TABLE)]
+    Elect {
+        /// The election's name.
+        name: String,
+        /// This candidate's identity, shown as the leader (default host:pid).
+        #[arg(long)]
+        identity: Option<String>,
+        /// How long the store keeps the leader's lease without renewal.
+        #[arg(long, default_value = "15s", value_parser = parse_duration)]
+        lease: Duration,
+        /// How long the leader keeps leading while renewals fail (< lease).
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        renew_deadline: Duration,
+        /// How often the leader renews (< renew deadline).
+        #[arg(long, default_value = "2s", value_parser = parse_duration)]
+        retry: Duration,
+        /// The command and its arguments, after `--`; `LOCKWARD_EPOCH` holds the epoch.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
@@ -128,6 +150,30 @@ async fn dispatch(cli: Cli) -> u8 {
                     wait,
                     no_wait,
                     grace,
+                    command,
+                },
+            )
+            .await
+        }
+        Command::Elect {
+            name,
+            identity,
+            lease,
+            renew_deadline,
+            retry,
+            command,
+        } => {
+            let config = lockward::recipe::ElectionConfig {
+                lease_duration: lease,
+                renew_deadline,
+                retry_period: retry,
+            };
+            elect::elect(
+                &store,
+                elect::ElectArgs {
+                    name,
+                    identity,
+                    config,
                     command,
                 },
             )

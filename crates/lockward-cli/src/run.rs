@@ -50,24 +50,54 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
             return exit::for_error(&e);
         }
     };
-    let env = [
+    let env = vec![
         ("LOCKWARD_NAME", args.name.clone()),
         ("LOCKWARD_FENCE", guard.fence().to_string()),
         ("LOCKWARD_STORE", store.address()),
     ];
-    let (program, rest) = args.command.split_first().expect("clap requires CMD");
-    let supervised = match child::spawn(program, rest, &env) {
-        Ok(s) => s,
+    match run_under(guard, &args.command, &env, grace).await {
+        Ended::Exited(code) | Ended::Failed(code) => code,
+        Ended::Lost => exit::LOST,
+    }
+}
+
+/// How a command run under a lock ended.
+pub enum Ended {
+    /// It exited by itself (or after a forwarded signal): its status.
+    Exited(u8),
+    /// The lock was lost and the command was stopped.
+    Lost,
+    /// It could not be started or waited for: lockward's status.
+    Failed(u8),
+}
+
+/// Starts `command` with `env` while `guard` holds the lock, supervises it
+/// (see [`supervise`]) and releases the lock when it ends.
+pub async fn run_under(
+    guard: Guard,
+    command: &[String],
+    env: &[(&str, String)],
+    grace: Duration,
+) -> Ended {
+    // Listen before CMD starts, so a signal sent as soon as it runs is
+    // forwarded rather than lost (or fatal to lockward).
+    let Some(signals) = Signals::install() else {
+        eprintln!("lockward: cannot install signal handlers");
+        let _ = guard.release().await;
+        return Ended::Failed(exit::SOFTWARE);
+    };
+    let (program, rest) = command.split_first().expect("clap requires CMD");
+    match child::spawn(program, rest, env) {
+        Ok(supervised) => supervise(guard, supervised, signals, grace).await,
         Err(e) => {
             eprintln!("lockward: cannot run {program:?}: {e}");
             let _ = guard.release().await;
-            return match e.kind() {
+            Ended::Failed(match e.kind() {
                 std::io::ErrorKind::NotFound => exit::NOT_FOUND,
                 _ => exit::CANNOT_EXECUTE,
-            };
+            })
         }
-    };
-    supervise(guard, supervised, grace).await
+    }
 }
 
 /// Waits for CMD while watching the lease and lockward's own signals.
@@ -77,23 +107,35 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
 /// only `grace` is left, CMD gets SIGTERM; at the deadline, SIGKILL. When the
 /// lock is lost outright (taken over), SIGTERM at once and SIGKILL after
 /// `grace`.
-async fn supervise(guard: Guard, mut cmd: Supervised, grace: Duration) -> u8 {
+/// The signals lockward forwards to CMD's process group.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Option<Signals> {
+        Some(Signals {
+            int: signal(SignalKind::interrupt()).ok()?,
+            term: signal(SignalKind::terminate()).ok()?,
+            hup: signal(SignalKind::hangup()).ok()?,
+            quit: signal(SignalKind::quit()).ok()?,
+        })
+    }
+}
+
+async fn supervise(guard: Guard, mut cmd: Supervised, signals: Signals, grace: Duration) -> Ended {
     let mut lost = guard.lost_signal();
     let mut lost_seen = false;
     let mut kill_at: Option<Instant> = None;
-    let (mut int, mut term, mut hup, mut quit) = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-        signal(SignalKind::quit()),
-    ) {
-        (Ok(a), Ok(b), Ok(c), Ok(d)) => (a, b, c, d),
-        _ => {
-            cmd.signal_group(libc::SIGKILL);
-            eprintln!("lockward: cannot install signal handlers");
-            return exit::SOFTWARE;
-        }
-    };
+    let Signals {
+        mut int,
+        mut term,
+        mut hup,
+        mut quit,
+    } = signals;
     let status = loop {
         let term_at = guard
             .deadline()
@@ -140,16 +182,16 @@ async fn supervise(guard: Guard, mut cmd: Supervised, grace: Duration) -> u8 {
         Ok(status) => status,
         Err(e) => {
             eprintln!("lockward: waiting for the command failed: {e}");
-            return exit::SOFTWARE;
+            return Ended::Failed(exit::SOFTWARE);
         }
     };
     if lost_seen || kill_at.is_some() {
-        return exit::LOST;
+        return Ended::Lost;
     }
     if let Err(e) = released {
         eprintln!("lockward: warning: {e}");
     }
-    child::exit_code(status)
+    Ended::Exited(child::exit_code(status))
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {

@@ -43,6 +43,19 @@ pub struct Guard {
 pub struct LostSignal(watch::Receiver<Standing>);
 
 impl LostSignal {
+    /// The lease's current local deadline.
+    pub fn deadline(&self) -> Instant {
+        self.0.borrow().deadline
+    }
+
+    /// Resolves at the next change of standing (a renewal moved the
+    /// deadline, or the lease was lost or ended).
+    pub async fn changed(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
     /// Whether the lease is known to be gone or its deadline has passed.
     pub fn is_lost(&self) -> bool {
         self.0.borrow().lost_at(Instant::now()).is_some()

@@ -34,6 +34,7 @@ mod line;
 mod name;
 mod options;
 mod owner;
+pub mod recipe;
 mod renewer;
 mod store;
 pub mod url;

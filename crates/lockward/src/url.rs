@@ -332,10 +332,12 @@ impl StoreUrl {
                 let tls = match parts.param("sslmode").unwrap_or("disable") {
                     "disable" => false,
                     "require" | "verify-full" => true,
-                    other => return Err(url_error(format!(
+                    other => {
+                        return Err(url_error(format!(
                         "sslmode {other:?} is not supported: use disable, require or verify-full \
                              (lockward always verifies the server's certificate)"
-                    ))),
+                    )))
+                    }
                 };
                 if parts.param("ca").is_some() && !tls {
                     return Err(url_error("ca= needs sslmode=require"));

@@ -7,6 +7,7 @@
 //! | `P` + esc(N) | the holder's owner id (32 hex digits) | with the lease (`PX`) |
 //! | `P` + esc(N) + `:fence` | the last fencing token issued for N | never |
 //! | `P` + esc(N) + `:released` | pub/sub channel, published on release | — |
+//! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
 //!
 //! On a Redis Cluster, esc(N) is wrapped in a hash tag, `P{esc(N)}…`, so
 //! the three keys of a name live in one slot and each script touches one
@@ -34,6 +35,9 @@ pub struct Keys {
     pub fence: String,
     /// Published on release.
     pub channel: String,
+    /// The holder's label, beside the lock key (which holds only the owner,
+    /// as other clients expect).
+    pub holder: String,
 }
 
 /// Escapes a name (or a name prefix) for use in a key.
@@ -92,6 +96,7 @@ pub fn keys(prefix: &str, name: &Name, cluster: bool) -> Keys {
     Keys {
         fence: format!("{lock}:fence"),
         channel: format!("{lock}:released"),
+        holder: format!("{lock}:holder"),
         lock,
     }
 }

@@ -173,8 +173,10 @@ impl Backend for RedisBackend {
                     .acquire
                     .key(&keys.lock)
                     .key(&keys.fence)
+                    .key(&keys.holder)
                     .arg(req.owner.to_string())
-                    .arg(millis(req.ttl)),
+                    .arg(millis(req.ttl))
+                    .arg(req.label.unwrap_or("")),
             )
             .await?;
         let code = reply.first().and_then(int);
@@ -228,6 +230,7 @@ impl Backend for RedisBackend {
                 self.scripts
                     .extend
                     .key(&keys.lock)
+                    .key(&keys.holder)
                     .arg(owner.to_string())
                     .arg(millis(ttl)),
             )
@@ -243,6 +246,7 @@ impl Backend for RedisBackend {
                     .release
                     .key(&keys.lock)
                     .key(&keys.channel)
+                    .key(&keys.holder)
                     .arg(owner.to_string()),
             )
             .await?;
@@ -257,7 +261,13 @@ impl Backend for RedisBackend {
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let keys = self.keys(name);
         let (reply, _): (Vec<Value>, _) = self
-            .invoke(self.scripts.inspect.key(&keys.lock).key(&keys.fence))
+            .invoke(
+                self.scripts
+                    .inspect
+                    .key(&keys.lock)
+                    .key(&keys.fence)
+                    .key(&keys.holder),
+            )
             .await?;
         let owner = reply.first().and_then(text);
         let pttl = reply.get(1).and_then(int).unwrap_or(-2);
@@ -273,7 +283,7 @@ impl Backend for RedisBackend {
         Ok(Some(LockInfo {
             name: name.to_string(),
             owner,
-            holder: None,
+            holder: reply.get(3).and_then(text),
             fence,
             expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
             waiters: None,

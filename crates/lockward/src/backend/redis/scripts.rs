@@ -4,7 +4,7 @@
 
 use redis::Script;
 
-/// KEYS: lock, fence. ARGV: owner, ttl ms. Idempotent for one owner, so
+/// KEYS: lock, fence, holder. ARGV: owner, ttl ms, label ('' for none). Idempotent for one owner, so
 /// it is safe to retry when a connection drops before the reply arrives.
 /// Returns `{1, fence}` when granted; `{0, pttl}` when held; `{-1, type}`
 /// when the lock key is not a string; `{-2, 0}` when it is a string without
@@ -32,6 +32,7 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
     fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
     redis.call('SET', KEYS[2], string.format('%.0f', fence))
   end
+  if ARGV[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) end
   return {1, fence}
 end
 local holder = redis.pcall('GET', KEYS[1])
@@ -43,28 +44,30 @@ if pttl == -1 then return {-2, 0} end
 return {0, pttl}
 "#;
 
-/// KEYS: lock, channel. ARGV: owner. Returns 1 when released, else 0.
+/// KEYS: lock, channel, holder. ARGV: owner. Returns 1 when released, else 0.
 pub const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[3])
   redis.call('PUBLISH', KEYS[2], ARGV[1])
   return 1
 end
 return 0
 "#;
 
-/// KEYS: lock. ARGV: owner, ttl ms. Returns 1 when extended, else 0.
+/// KEYS: lock, holder. ARGV: owner, ttl ms. Returns 1 when extended, else 0.
 pub const EXTEND: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 "#;
 
-/// KEYS: lock, fence. Returns `{owner or false, pttl, fence or false}`.
+/// KEYS: lock, fence, holder. Returns `{owner or false, pttl, fence or false,
+/// label or false}`.
 pub const INSPECT: &str = r#"
-if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return {false, -2, false} end
-return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2])}
+if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return {false, -2, false, false} end
+return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}
 "#;
 
 /// The compiled scripts, hashed once per store.

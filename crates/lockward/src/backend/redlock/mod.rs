@@ -199,7 +199,7 @@ impl RedlockBackend {
                 let (script, k) = (&self.release, &k);
                 async move {
                     let mut call = script.key(&k.lock);
-                    call.key(&k.channel).arg(owner);
+                    call.key(&k.channel).key(&k.holder).arg(owner);
                     call.invoke_async::<i64>(&mut conn.clone()).await
                 }
             })
@@ -271,10 +271,14 @@ impl Backend for RedlockBackend {
         // Round one: take the lock and read each master's fence.
         let replies = self
             .on_all(timeout, |conn| {
-                let (script, k, owner) = (&self.grant, &k, &owner);
+                let (script, k, owner, label) = (&self.grant, &k, &owner, req.label.unwrap_or(""));
                 async move {
                     let mut call = script.key(&k.lock);
-                    call.key(&k.fence).arg(owner).arg(ttl_ms);
+                    call.key(&k.fence)
+                        .key(&k.holder)
+                        .arg(owner)
+                        .arg(ttl_ms)
+                        .arg(label);
                     call.invoke_async::<Vec<Value>>(&mut conn.clone()).await
                 }
             })
@@ -367,7 +371,7 @@ impl Backend for RedlockBackend {
                 let (script, k, owner) = (&self.extend, &k, &owner);
                 async move {
                     let mut call = script.key(&k.lock);
-                    call.arg(owner).arg(ttl_ms);
+                    call.key(&k.holder).arg(owner).arg(ttl_ms);
                     call.invoke_async::<i64>(&mut conn.clone()).await
                 }
             })
@@ -407,13 +411,13 @@ impl Backend for RedlockBackend {
                 let (script, k) = (&self.inspect, &k);
                 async move {
                     let mut call = script.key(&k.lock);
-                    call.key(&k.fence);
+                    call.key(&k.fence).key(&k.holder);
                     call.invoke_async::<Vec<Value>>(&mut conn.clone()).await
                 }
             })
             .await;
-        // (owner, pttl, fence) per master that answered with a live key.
-        let keys_seen: Vec<(String, Duration, Option<u64>)> = replies
+        // (owner, pttl, fence, label) per master that answered with a live key.
+        let keys_seen: Vec<(String, Duration, Option<u64>, Option<String>)> = replies
             .iter()
             .filter_map(|r| r.as_ref().ok())
             .filter_map(|reply| {
@@ -423,13 +427,14 @@ impl Backend for RedlockBackend {
                     .get(2)
                     .and_then(int)
                     .and_then(|f| u64::try_from(f).ok());
-                Some((owner, Duration::from_millis(pttl), fence))
+                let label = reply.get(3).and_then(text);
+                Some((owner, Duration::from_millis(pttl), fence, label))
             })
             .collect();
-        let holds = |owner: &String| keys_seen.iter().filter(|(o, _, _)| o == owner).count();
+        let holds = |owner: &String| keys_seen.iter().filter(|(o, ..)| o == owner).count();
         let majority_owner: Option<String> = keys_seen
             .iter()
-            .map(|(o, _, _)| o)
+            .map(|(o, ..)| o)
             .find(|o| holds(o) >= self.quorum)
             .cloned();
         let Some(owner) = majority_owner else {
@@ -437,20 +442,24 @@ impl Backend for RedlockBackend {
         };
         let mut pttls: Vec<Duration> = keys_seen
             .iter()
-            .filter(|(o, _, _)| *o == owner)
-            .map(|(_, p, _)| *p)
+            .filter(|(o, ..)| *o == owner)
+            .map(|(_, p, ..)| *p)
             .collect();
         pttls.sort_by(|a, b| b.cmp(a));
         let fence = keys_seen
             .iter()
-            .filter(|(o, _, _)| *o == owner)
-            .filter_map(|(_, _, f)| *f)
+            .filter(|(o, ..)| *o == owner)
+            .filter_map(|(_, _, f, _)| *f)
             .max()
             .filter(|_| OwnerId::from_hex(&owner).is_some());
+        let holder = keys_seen
+            .iter()
+            .filter(|(o, ..)| *o == owner)
+            .find_map(|(.., label)| label.clone());
         Ok(Some(LockInfo {
             name: name.to_string(),
             owner,
-            holder: None,
+            holder,
             fence,
             // Held while a majority of its keys live.
             expires_in: pttls.get(self.quorum - 1).copied(),

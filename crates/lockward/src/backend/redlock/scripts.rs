@@ -1,7 +1,8 @@
 //! The per-master scripts of the two-round Redlock acquisition. Release,
 //! extend and inspect are the Redis backend's (`backend::redis::scripts`).
 
-/// Round one. KEYS: lock, fence. ARGV: owner, ttl ms.
+/// Round one. KEYS: lock, fence, holder. ARGV: owner, ttl ms, label ('' for
+/// none).
 ///
 /// Takes the lock on this master (`SET NX PX`) and reads this master's
 /// fence as `max(counter, TIME in µs)`, without changing the counter.
@@ -19,6 +20,7 @@ end
 local counter = redis.pcall('GET', KEYS[2])
 if counter and (type(counter) == 'table' or not tonumber(counter)) then return {-3, 0} end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if ARGV[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) end
   return {1, reading()}
 end
 local holder = redis.pcall('GET', KEYS[1])

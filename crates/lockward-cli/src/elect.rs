@@ -1,0 +1,71 @@
+//! `lockward elect NAME -- CMD`: CMD runs only while this instance leads.
+
+use std::time::Duration;
+
+use lockward::recipe::{Candidate, ElectionConfig};
+use lockward::Store;
+
+use crate::exit;
+use crate::run::{run_under, Ended};
+
+/// What `elect` was asked to do.
+pub struct ElectArgs {
+    pub name: String,
+    pub identity: Option<String>,
+    pub config: ElectionConfig,
+    pub command: Vec<String>,
+}
+
+/// Campaigns, runs CMD while leading, campaigns again after a revoke; exits
+/// with CMD's status when CMD ends by itself.
+///
+/// CMD gets SIGTERM when renewals have failed for the renew deadline and
+/// SIGKILL when the lease's local deadline comes, so it is gone before the
+/// store can give the lease to another candidate; and if lockward dies,
+/// even by SIGKILL, CMD dies with it.
+pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
+    let identity = args.identity.unwrap_or_else(crate::holder_label);
+    let candidate = match Candidate::new(store.clone(), &args.name, &identity, args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    // Between the renew deadline and the lease's deadline.
+    let grace = args.config.lease_duration - args.config.renew_deadline;
+    loop {
+        eprintln!("lockward: {identity} campaigns for {}", args.name);
+        let leadership = match candidate.campaign().await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("lockward: {e}");
+                return exit::for_error(&e);
+            }
+        };
+        let epoch = leadership.epoch();
+        eprintln!(
+            "lockward: {identity} elected leader of {} (epoch {epoch})",
+            args.name
+        );
+        let env = vec![
+            ("LOCKWARD_NAME", args.name.clone()),
+            ("LOCKWARD_EPOCH", epoch.to_string()),
+            ("LOCKWARD_FENCE", epoch.to_string()),
+            ("LOCKWARD_IDENTITY", identity.clone()),
+        ];
+        match run_under(leadership.into_guard(), &args.command, &env, grace).await {
+            Ended::Exited(code) | Ended::Failed(code) => return code,
+            Ended::Lost => {
+                eprintln!("lockward: {identity} lost the leadership of {} (epoch {epoch}); the command was stopped", args.name);
+                tokio::time::sleep(rejoin_pause()).await;
+            }
+        }
+    }
+}
+
+/// A short pause, different per process, before campaigning again, so a
+/// flapping instance does not retake the lease at once.
+fn rejoin_pause() -> Duration {
+    Duration::from_millis(u64::from(std::process::id()) * 7919 % 50 + 10)
+}

@@ -1,0 +1,216 @@
+//! Leader election with the timing of Kubernetes' client-go.
+//!
+//! A candidate campaigns by acquiring the lock `name` with its identity as
+//! the holder label, a TTL of the *lease duration*, renewed every *retry
+//! period*. The leader steps down (its [`Leadership::revoked`] fires) as soon
+//! as it has failed to renew for the *renew deadline*, which is shorter than
+//! the lease duration, so it has stopped before the store can give the lease
+//! to another candidate. The *epoch* is the fencing token of the leader's
+//! lease: send it with the leader's writes, and a deposed leader's late
+//! writes are refused (see the `fence` module).
+//!
+//! On etcd the keys are those of `etcdctl elect NAME` (with the store's
+//! prefix), so lockward candidates and etcdctl ones share one election.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use lockward::recipe::{Candidate, ElectionConfig};
+//! let store = lockward::Store::memory();
+//! let me = Candidate::new(store, "scheduler", "node-a", ElectionConfig::default())?;
+//! let leadership = me.campaign().await?;
+//! assert_eq!(me.leader().await?.as_deref(), Some("node-a"));
+//! tokio::select! {
+//!     _ = leadership.revoked() => { /* stop leading at once */ }
+//!     _ = async { /* lead, fencing writes with leadership.epoch() */ } => {}
+//! }
+//! leadership.resign().await?; // the next candidate is woken, not left polling
+//! # Ok::<(), lockward::Error>(())
+//! # }).unwrap();
+//! ```
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, LostReason, Result};
+use crate::guard::Guard;
+use crate::options::{LockOptions, Renewal};
+use crate::store::Store;
+
+/// Election timing, as in client-go's `LeaderElectionConfig`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElectionConfig {
+    /// How long the store keeps a leader's lease without renewal (15 s).
+    pub lease_duration: Duration,
+    /// How long a leader keeps leading while renewals fail (10 s); must be
+    /// shorter than the lease duration.
+    pub renew_deadline: Duration,
+    /// How often the leader renews (2 s); must be shorter than the renew
+    /// deadline.
+    pub retry_period: Duration,
+}
+
+impl Default for ElectionConfig {
+    fn default() -> Self {
+        ElectionConfig {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+impl ElectionConfig {
+    /// Checks the ordering retry period < renew deadline < lease duration.
+    pub fn validate(&self) -> Result<()> {
+        crate::duration::check_ttl(self.lease_duration)?;
+        if self.renew_deadline >= self.lease_duration {
+            return Err(Error::invalid(
+                "renew_deadline",
+                format!(
+                    "the renew deadline {:?} must be shorter than the lease duration {:?}, \
+                     or a deposed leader could still act when the next one starts",
+                    self.renew_deadline, self.lease_duration
+                ),
+            ));
+        }
+        if self.retry_period.is_zero() || self.retry_period >= self.renew_deadline {
+            return Err(Error::invalid(
+                "retry_period",
+                format!(
+                    "the retry period {:?} must be above zero and shorter than the renew deadline {:?}",
+                    self.retry_period, self.renew_deadline
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Why a leadership ended without a resign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoked {
+    /// Renewals failed for the whole renew deadline.
+    RenewDeadline,
+    /// The store says the lease is gone or someone else holds it.
+    Lost(LostReason),
+}
+
+/// One candidate for the leadership of `name`.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    store: Store,
+    name: String,
+    identity: String,
+    config: ElectionConfig,
+}
+
+impl Candidate {
+    /// A candidate called `identity` (shown to observers as the leader).
+    pub fn new(
+        store: Store,
+        name: impl Into<String>,
+        identity: impl Into<String>,
+        config: ElectionConfig,
+    ) -> Result<Self> {
+        config.validate()?;
+        let candidate = Candidate {
+            store,
+            name: name.into(),
+            identity: identity.into(),
+            config,
+        };
+        crate::name::Name::new(candidate.name.as_str())?;
+        candidate.options().validate()?;
+        Ok(candidate)
+    }
+
+    fn options(&self) -> LockOptions {
+        LockOptions::new()
+            .ttl(self.config.lease_duration)
+            .renewal(Renewal::Every(self.config.retry_period))
+            .label(self.identity.clone())
+    }
+
+    /// Waits until elected. Drop the future to stop campaigning.
+    pub async fn campaign(&self) -> Result<Leadership> {
+        let guard = self.store.acquire(&self.name, &self.options()).await?;
+        Ok(Leadership {
+            epoch: guard.fence(),
+            guard,
+            margin: self.config.lease_duration - self.config.renew_deadline,
+        })
+    }
+
+    /// Becomes leader only if nobody leads now.
+    pub async fn try_campaign(&self) -> Result<Leadership> {
+        let guard = self.store.try_acquire(&self.name, &self.options()).await?;
+        Ok(Leadership {
+            epoch: guard.fence(),
+            guard,
+            margin: self.config.lease_duration - self.config.renew_deadline,
+        })
+    }
+
+    /// The current leader's identity, if any.
+    pub async fn leader(&self) -> Result<Option<String>> {
+        Ok(self
+            .store
+            .inspect(&self.name)
+            .await?
+            .map(|info| info.holder.unwrap_or(info.owner)))
+    }
+}
+
+/// This candidate leads, until it resigns or [`revoked`](Self::revoked)
+/// fires.
+#[derive(Debug)]
+pub struct Leadership {
+    guard: Guard,
+    epoch: u64,
+    /// lease duration − renew deadline: how long before the lease's local
+    /// deadline the leader must stop.
+    margin: Duration,
+}
+
+impl Leadership {
+    /// The fencing token of this leadership's lease.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Resolves when this leadership ends without a resign: at the renew
+    /// deadline after the last successful renewal, or when the store says
+    /// the lease is gone. Never fires before the leadership began.
+    pub async fn revoked(&self) -> Revoked {
+        let mut lost = self.guard.lost_signal();
+        let mut renewals = self.guard.lost_signal();
+        loop {
+            let stop_at = renewals
+                .deadline()
+                .checked_sub(self.margin)
+                .unwrap_or_else(Instant::now);
+            tokio::select! {
+                reason = lost.wait() => return Revoked::Lost(reason),
+                _ = tokio::time::sleep_until(stop_at.into()) => {
+                    // A renewal may have moved the deadline meanwhile.
+                    if Instant::now() + self.margin >= renewals.deadline() {
+                        return Revoked::RenewDeadline;
+                    }
+                }
+                _ = renewals.changed() => {}
+            }
+        }
+    }
+
+    /// Gives the leadership up at once; waiting candidates are woken.
+    pub async fn resign(self) -> Result<()> {
+        self.guard.release().await
+    }
+
+    /// The lease behind this leadership, for code that supervises it as a
+    /// lock (the CLI's `elect` runs its command under it). The guard's
+    /// deadline minus (lease duration − renew deadline) is the renew
+    /// deadline.
+    pub fn into_guard(self) -> Guard {
+        self.guard
+    }
+}
