@@ -22,6 +22,7 @@ use crate::owner::OwnerId;
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
     slots: Mutex<HashMap<Name, Slot>>,
+    records: Mutex<std::collections::BTreeMap<String, (String, Instant)>>,
 }
 
 #[derive(Debug, Default)]
@@ -254,6 +255,39 @@ impl Backend for MemoryBackend {
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let now = Instant::now();
         Ok(self.slots().get(name).and_then(|slot| slot.info(name, now)))
+    }
+
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
+        let now = Instant::now();
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        if records
+            .get(key.as_str())
+            .is_some_and(|(_, until)| *until > now)
+        {
+            return Ok(false);
+        }
+        records.insert(key.to_string(), (value.to_string(), now + ttl));
+        Ok(true)
+    }
+
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
+        let until = Instant::now() + ttl;
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string(), (value.to_string(), until));
+        Ok(())
+    }
+
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let now = Instant::now();
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        records.retain(|_, (_, until)| *until > now);
+        Ok(records
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, (v, _))| (k.clone(), v.clone()))
+            .collect())
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {

@@ -185,6 +185,18 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Every held lock whose name starts with `prefix`, sorted by name.
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>>;
+
+    /// Stores a record (for recipes: the cron ledger) unless `key` already
+    /// has one; `true` when this call stored it. The record lives for `ttl`
+    /// (etcd: between `ttl`/2 and `ttl`, see its docs). Record keys never
+    /// collide with lock keys.
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool>;
+
+    /// Stores or replaces the record of `key`.
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()>;
+
+    /// Every live record whose key starts with `prefix`, sorted by key.
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>>;
 }
 
 /// [`Error::NotOwner`](crate::Error::NotOwner) unless the owner-checked

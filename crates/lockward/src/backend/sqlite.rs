@@ -40,6 +40,11 @@ const SCHEMA: &str = "
         fence      INTEGER NOT NULL,
         expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS lockward_records (
+        key        TEXT PRIMARY KEY,
+        value      TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS lockward_meta (
         key   TEXT PRIMARY KEY,
         value TEXT NOT NULL
@@ -257,6 +262,51 @@ impl Backend for SqliteBackend {
             })
             .await?;
         crate::backend::owner_checked(name, changed as u64)
+    }
+
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
+        let (key, value, ttl) = (key.to_string(), value.to_string(), millis(ttl));
+        self.run(move |conn| {
+            // Expiry is on the boot clock, like the locks': a reboot drops them.
+            let now = host_clock::now_ms();
+            conn.prepare_cached(
+                "INSERT INTO lockward_records (key, value, expires_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+                 WHERE expires_at <= ?4",
+            )?
+            .execute(params![key, value, now + ttl, now])
+            .map(|n| n == 1)
+        })
+        .await
+    }
+
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
+        let (key, value, ttl) = (key.to_string(), value.to_string(), millis(ttl));
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO lockward_records (key, value, expires_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+            )?
+            .execute(params![key, value, host_clock::now_ms() + ttl])
+            .map(|_| ())
+        })
+        .await
+    }
+
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let prefix = prefix.to_string();
+        self.run(move |conn| {
+            let now = host_clock::now_ms();
+            conn.prepare_cached("DELETE FROM lockward_records WHERE expires_at <= ?1")?
+                .execute([now])?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT key, value FROM lockward_records
+                 WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key",
+            )?;
+            let rows = stmt.query_map([&prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })
+        .await
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {

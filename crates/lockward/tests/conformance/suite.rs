@@ -32,7 +32,7 @@ macro_rules! conformance {
             lost_fires, acquire_times_out, cancelled_wait_leaves_nothing,
             with_lock_cancels_work, inspect_and_list, drop_releases, bad_input,
             paused_holder_learns_it_lost, local_waiters_in_order,
-            paused_holders_write_is_refused, election_hands_over_on_resign);
+            paused_holders_write_is_refused, election_hands_over_on_resign, records);
     };
     (@tests $fixture:path; $($check:ident),*) => {
         $(
@@ -659,4 +659,68 @@ pub async fn election_hands_over_on_resign(f: &impl Fixture) {
             ..
         })
     ));
+}
+
+/// The record store recipes use (the cron ledger): insert only if absent,
+/// overwrite, list by prefix, expire; records never touch locks.
+pub async fn records(f: &impl Fixture) {
+    let store = f.store().await;
+    let backend = store.backend().clone();
+    let prefix = unique("ledger");
+    let key = |k: &str| lockward::Name::new(format!("{prefix}/{k}")).unwrap();
+    let long = Duration::from_secs(60);
+    assert!(backend
+        .insert_record(&key("a"), "first", long)
+        .await
+        .unwrap());
+    assert!(
+        !backend
+            .insert_record(&key("a"), "second", long)
+            .await
+            .unwrap(),
+        "inserted twice"
+    );
+    backend.put_record(&key("b"), "x", long).await.unwrap();
+    backend
+        .put_record(&key("b"), "y:with/odd%chars", long)
+        .await
+        .unwrap();
+    let all = backend.records(&prefix).await.unwrap();
+    assert_eq!(
+        all,
+        vec![
+            (format!("{prefix}/a"), "first".to_string()),
+            (format!("{prefix}/b"), "y:with/odd%chars".to_string())
+        ]
+    );
+    assert_eq!(
+        backend.records(&format!("{prefix}/b")).await.unwrap().len(),
+        1
+    );
+    // A lock of the same name is unaffected, and lists no records.
+    let g = store
+        .try_acquire(format!("{prefix}/a"), &short(5_000))
+        .await
+        .unwrap();
+    assert_eq!(store.list(&prefix).await.unwrap().len(), 1);
+    g.release().await.unwrap();
+    // Expiry.
+    let ttl = Duration::from_millis(300).max(f.server_ttl_floor() / 2);
+    assert!(backend
+        .insert_record(&key("c"), "gone soon", ttl)
+        .await
+        .unwrap());
+    tokio::time::sleep(ttl + f.server_ttl_floor() / 2 + Duration::from_millis(300)).await;
+    assert!(
+        backend
+            .records(&format!("{prefix}/c"))
+            .await
+            .unwrap()
+            .is_empty(),
+        "record outlived its TTL"
+    );
+    assert!(backend
+        .insert_record(&key("c"), "again", long)
+        .await
+        .unwrap());
 }

@@ -49,6 +49,13 @@ pub fn name_of(prefix: &str, key: &str) -> Option<String> {
     unescape(escaped)
 }
 
+/// Records (a recipe's data, such as the cron ledger) live under
+/// `P` + U+0001 + `records/`: no name can contain a control character, so
+/// no lock's keys can start there.
+pub fn record_key(prefix: &str, key: &str) -> String {
+    format!("{prefix}\u{1}records/{}", escape(key))
+}
+
 /// The smallest key greater than every key starting with `prefix` (etcd's
 /// range end for a prefix).
 pub fn prefix_end(prefix: &str) -> Vec<u8> {

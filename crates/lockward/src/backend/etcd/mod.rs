@@ -689,6 +689,81 @@ impl Backend for EtcdBackend {
         }))
     }
 
+    /// Each record has a lease of its own, with the record's TTL.
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
+        let record = keys::record_key(&self.prefix, key.as_str());
+        let secs = lease_seconds(ttl);
+        let lease = self
+            .call(|mut c| async move { c.lease_grant(secs, None).await })
+            .await?
+            .id();
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                record.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then([TxnOp::put(
+                record,
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        let resp = self
+            .call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
+        if !resp.succeeded() {
+            let _ = self.client().lease_revoke(lease).await;
+        }
+        Ok(resp.succeeded())
+    }
+
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
+        let record = keys::record_key(&self.prefix, key.as_str());
+        let secs = lease_seconds(ttl);
+        let lease = self
+            .call(|mut c| async move { c.lease_grant(secs, None).await })
+            .await?
+            .id();
+        self.call(|mut c| {
+            let (record, value) = (record.clone(), value.to_string());
+            async move {
+                c.put(record, value, Some(PutOptions::new().with_lease(lease)))
+                    .await
+            }
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let range = keys::record_key(&self.prefix, prefix);
+        let head = keys::record_key(&self.prefix, "");
+        let resp = self
+            .call(|mut c| {
+                let range = range.clone();
+                async move { c.get(range, Some(GetOptions::new().with_prefix())).await }
+            })
+            .await?;
+        let mut out: Vec<(String, String)> = resp
+            .kvs()
+            .iter()
+            .filter_map(|kv| {
+                let key = std::str::from_utf8(kv.key())
+                    .ok()?
+                    .strip_prefix(head.as_str())?;
+                Some((
+                    keys::unescape(key)?,
+                    String::from_utf8_lossy(kv.value()).into_owned(),
+                ))
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let range = format!("{}{}", self.prefix, keys::escape(prefix));
         let opts = GetOptions::new().with_prefix().with_keys_only();

@@ -280,6 +280,18 @@ impl Backend for AdvisoryBackend {
         }
     }
 
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
+        conn::records::insert(&self.shared, &self.table, key, value, ttl).await
+    }
+
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
+        conn::records::put(&self.shared, &self.table, key, value, ttl).await
+    }
+
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        conn::records::list(&self.shared, &self.table, prefix).await
+    }
+
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let held = self.list(name.as_str()).await?;
         Ok(held.into_iter().find(|i| i.name == name.as_str()))

@@ -162,6 +162,11 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
              pid        integer
          );
          CREATE SEQUENCE IF NOT EXISTS {table}_fence;
+         CREATE TABLE IF NOT EXISTS {table}_records (
+             key        text PRIMARY KEY,
+             value      text NOT NULL,
+             expires_at timestamptz NOT NULL
+         );
          COMMIT;"
     );
     client
@@ -233,5 +238,66 @@ impl Shared {
             .query(&statement, params)
             .await
             .map_err(|e| pg_error(&self.address, &e))
+    }
+}
+
+/// Records (a recipe's data, such as the cron ledger) in `<table>_records`,
+/// expiring on the server's clock; shared by both modes.
+pub mod records {
+    use std::time::Duration;
+
+    use super::Shared;
+    use crate::error::Result;
+    use crate::name::Name;
+
+    fn millis(d: Duration) -> i64 {
+        i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    pub async fn insert(
+        shared: &Shared,
+        table: &str,
+        key: &Name,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<bool> {
+        let sql = format!(
+            "INSERT INTO {table}_records AS r (key, value, expires_at)
+             VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 millisecond')
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at
+             WHERE r.expires_at <= clock_timestamp()
+             RETURNING 1"
+        );
+        let rows = shared
+            .query(&sql, &[&key.as_str(), &value, &millis(ttl)])
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    pub async fn put(
+        shared: &Shared,
+        table: &str,
+        key: &Name,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<()> {
+        let sql = format!(
+            "INSERT INTO {table}_records AS r (key, value, expires_at)
+             VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 millisecond')
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
+        );
+        shared
+            .query(&sql, &[&key.as_str(), &value, &millis(ttl)])
+            .await
+            .map(|_| ())
+    }
+
+    pub async fn list(shared: &Shared, table: &str, prefix: &str) -> Result<Vec<(String, String)>> {
+        let sql = format!(
+            "SELECT key, value FROM {table}_records
+             WHERE starts_with(key, $1) AND expires_at > clock_timestamp() ORDER BY key"
+        );
+        let rows = shared.query(&sql, &[&prefix]).await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 }

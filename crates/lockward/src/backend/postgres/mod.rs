@@ -39,6 +39,7 @@ pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
 
 /// The statements of lease mode, for one table.
 struct Sql {
+    table: String,
     acquire: String,
     remaining: String,
     release: String,
@@ -51,6 +52,7 @@ impl Sql {
         let live = "expires_at > clock_timestamp()";
         let left = "(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint";
         Sql {
+            table: t.to_string(),
             acquire: format!(
                 "INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
                  VALUES ($1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond')
@@ -185,6 +187,18 @@ impl Backend for LeaseBackend {
             .run(&self.sql.release, &[&name.as_str(), &owner.to_string()])
             .await?;
         crate::backend::owner_checked(name, rows.len() as u64)
+    }
+
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
+        conn::records::insert(&self.shared, &self.sql.table, key, value, ttl).await
+    }
+
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
+        conn::records::put(&self.shared, &self.sql.table, key, value, ttl).await
+    }
+
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        conn::records::list(&self.shared, &self.sql.table, prefix).await
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {

@@ -8,6 +8,7 @@
 //! | `P` + esc(N) + `:fence` | the last fencing token issued for N | never |
 //! | `P` + esc(N) + `:released` | pub/sub channel, published on release | — |
 //! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
+//! | `P` + esc(K) + `:record` | a recipe's record K (the cron ledger) | with the record's TTL |
 //!
 //! On a Redis Cluster, esc(N) is wrapped in a hash tag, `P{esc(N)}…`, so
 //! the three keys of a name live in one slot and each script touches one
@@ -99,6 +100,16 @@ pub fn keys(prefix: &str, name: &Name, cluster: bool) -> Keys {
         holder: format!("{lock}:holder"),
         lock,
     }
+}
+
+/// The key of record `key`.
+pub fn record_key(prefix: &str, key: &Name, cluster: bool) -> String {
+    format!("{}:record", keys(prefix, key, cluster).lock)
+}
+
+/// The record key a SCAN found, back to the record's own key.
+pub fn record_of(key_after_prefix: &str, cluster: bool) -> Option<String> {
+    name_of(key_after_prefix.strip_suffix(":record")?, cluster)
 }
 
 /// A SCAN pattern matching the lock keys of names starting with `prefix`

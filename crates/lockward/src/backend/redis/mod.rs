@@ -290,6 +290,56 @@ impl Backend for RedisBackend {
         }))
     }
 
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
+        let stored: Option<String> = redis::cmd("SET")
+            .arg(keys::record_key(&self.prefix, key, self.cluster))
+            .arg(value)
+            .arg("NX")
+            .arg("PX")
+            .arg(millis(ttl))
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        Ok(stored.is_some())
+    }
+
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
+        redis::cmd("SET")
+            .arg(keys::record_key(&self.prefix, key, self.cluster))
+            .arg(value)
+            .arg("PX")
+            .arg(millis(ttl))
+            .query_async::<()>(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.unavailable(e))
+    }
+
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
+        let found = conn::scan_all(&self.conn, &pattern)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let mut out = Vec::new();
+        for key in found {
+            let Some(record) = key
+                .strip_prefix(self.prefix.as_str())
+                .and_then(|k| keys::record_of(k, self.cluster))
+            else {
+                continue;
+            };
+            let value: Option<String> = redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(|e| self.unavailable(e))?;
+            if let Some(value) = value {
+                out.push((record, value));
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
         let found = conn::scan_all(&self.conn, &pattern)

@@ -467,6 +467,96 @@ impl Backend for RedlockBackend {
         }))
     }
 
+    /// A record counts when a majority stored it.
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
+        let record = keys::record_key(&self.prefix, key, false);
+        let results = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let (record, value) = (record.clone(), value.to_string());
+                async move {
+                    redis::cmd("SET")
+                        .arg(record)
+                        .arg(value)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(millis(ttl))
+                        .query_async::<Option<String>>(&mut conn.clone())
+                        .await
+                }
+            })
+            .await;
+        let stored = results.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+        let failed = self.failures(&results);
+        if failed.len() > self.masters.len() - self.quorum {
+            return Err(self.no_quorum(&failed));
+        }
+        Ok(stored >= self.quorum)
+    }
+
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
+        let record = keys::record_key(&self.prefix, key, false);
+        let results = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let (record, value) = (record.clone(), value.to_string());
+                async move {
+                    redis::cmd("SET")
+                        .arg(record)
+                        .arg(value)
+                        .arg("PX")
+                        .arg(millis(ttl))
+                        .query_async::<()>(&mut conn.clone())
+                        .await
+                }
+            })
+            .await;
+        let failed = self.failures(&results);
+        if failed.len() > self.masters.len() - self.quorum {
+            return Err(self.no_quorum(&failed));
+        }
+        Ok(())
+    }
+
+    /// Each record's value as a majority of masters holds it (else the
+    /// value most masters hold).
+    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let pattern = keys::scan_pattern(&self.prefix, prefix, false);
+        let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for m in &self.masters {
+            let Ok(found) = crate::backend::redis::conn::scan_all(&m.conn, &pattern).await else {
+                continue;
+            };
+            for key in found {
+                let Some(record) = key
+                    .strip_prefix(self.prefix.as_str())
+                    .and_then(|k| keys::record_of(k, false))
+                else {
+                    continue;
+                };
+                let value: Option<String> = redis::cmd("GET")
+                    .arg(&key)
+                    .query_async(&mut m.conn.clone())
+                    .await
+                    .unwrap_or(None);
+                if let Some(value) = value {
+                    seen.entry(record).or_default().push(value);
+                }
+            }
+        }
+        Ok(seen
+            .into_iter()
+            .filter_map(|(record, mut values)| {
+                values.sort();
+                let mut best: Option<(usize, String)> = None;
+                for v in values.chunk_by(|a, b| a == b) {
+                    if best.as_ref().is_none_or(|(n, _)| v.len() > *n) {
+                        best = Some((v.len(), v[0].clone()));
+                    }
+                }
+                best.map(|(_, v)| (record, v))
+            })
+            .collect())
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let pattern = keys::scan_pattern(&self.prefix, prefix, false);
         let scans = join_all(
