@@ -54,7 +54,9 @@ pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
             ("LOCKWARD_FENCE", epoch.to_string()),
             ("LOCKWARD_IDENTITY", identity.clone()),
         ];
-        match run_under(leadership.into_guard(), &args.command, &env, grace).await {
+        let ended = run_under(leadership.guard(), &args.command, &env, grace).await;
+        let _ = leadership.resign().await;
+        match ended {
             Ended::Exited(code) | Ended::Failed(code) => return code,
             Ended::Lost => {
                 eprintln!("lockward: {identity} lost the leadership of {} (epoch {epoch}); the command was stopped", args.name);

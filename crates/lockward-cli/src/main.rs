@@ -1,6 +1,7 @@
 //! `lockward`: distributed locks from the shell and from any language.
 
 mod child;
+mod cron;
 mod elect;
 mod exit;
 mod run;
@@ -68,6 +69,39 @@ enum Command {
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Run CMD at each fire time of EXPR on exactly one of the instances running this line.
+    #[command(after_help = exit::TABLE)]
+    Cron {
+        /// The job's name.
+        name: String,
+        /// Cron expression: 5 fields, or 6 with a leading seconds field.
+        expression: String,
+        /// IANA time zone of the expression.
+        #[arg(long, default_value = "UTC")]
+        tz: String,
+        /// Hold the lock at least this long after the start.
+        #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
+        lock_at_least: Duration,
+        /// Hold it at most this long: CMD is stopped then.
+        #[arg(long, default_value = "10m", value_parser = parse_duration)]
+        lock_at_most: Duration,
+        /// The command and its arguments, after `--`; `LOCKWARD_FIRE_TIME` holds the fire time.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Show the ledger of a cron job, with missed fire times marked.
+    CronLog {
+        /// The job's name.
+        name: String,
+        /// The job's cron expression (to know which fire times were due).
+        expression: String,
+        /// IANA time zone of the expression.
+        #[arg(long, default_value = "UTC")]
+        tz: String,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// List held locks: name, holder, fence, time left, waiters.
     Status {
         /// Only locks whose name starts with PREFIX.
@@ -81,6 +115,13 @@ enum Command {
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
     lockward::duration::parse(text).map_err(|e| e.to_string())
+}
+
+fn parse_duration_or_zero(text: &str) -> Result<Duration, String> {
+    if text.trim_end_matches(|c: char| c.is_ascii_alphabetic()) == "0" {
+        return Ok(Duration::ZERO);
+    }
+    parse_duration(text)
 }
 
 /// `host:pid`, shown by `status` as the holder.
@@ -179,6 +220,37 @@ async fn dispatch(cli: Cli) -> u8 {
             )
             .await
         }
+        Command::Cron {
+            name,
+            expression,
+            tz,
+            lock_at_least,
+            lock_at_most,
+            command,
+        } => {
+            let options = lockward::recipe::cron::CronOptions {
+                lock_at_least_for: lock_at_least,
+                lock_at_most_for: lock_at_most,
+                ..Default::default()
+            };
+            cron::cron(
+                &store,
+                cron::CronArgs {
+                    name,
+                    expression,
+                    zone: tz,
+                    options,
+                    command,
+                },
+            )
+            .await
+        }
+        Command::CronLog {
+            name,
+            expression,
+            tz,
+            json,
+        } => cron::cron_log(&store, &name, &expression, &tz, json).await,
         Command::Status { prefix, json } => status::status(&store, &prefix, json).await,
     }
 }

@@ -55,8 +55,16 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         ("LOCKWARD_FENCE", guard.fence().to_string()),
         ("LOCKWARD_STORE", store.address()),
     ];
-    match run_under(guard, &args.command, &env, grace).await {
-        Ended::Exited(code) | Ended::Failed(code) => code,
+    let ended = run_under(&guard, &args.command, &env, grace).await;
+    let released = guard.release().await;
+    match ended {
+        Ended::Exited(code) => {
+            if let Err(e) = released {
+                eprintln!("lockward: warning: {e}");
+            }
+            code
+        }
+        Ended::Failed(code) => code,
         Ended::Lost => exit::LOST,
     }
 }
@@ -71,10 +79,10 @@ pub enum Ended {
     Failed(u8),
 }
 
-/// Starts `command` with `env` while `guard` holds the lock, supervises it
-/// (see [`supervise`]) and releases the lock when it ends.
+/// Starts `command` with `env` while `guard` holds the lock and supervises
+/// it (see [`supervise`]); the caller releases the lock afterwards.
 pub async fn run_under(
-    guard: Guard,
+    guard: &Guard,
     command: &[String],
     env: &[(&str, String)],
     grace: Duration,
@@ -83,7 +91,6 @@ pub async fn run_under(
     // forwarded rather than lost (or fatal to lockward).
     let Some(signals) = Signals::install() else {
         eprintln!("lockward: cannot install signal handlers");
-        let _ = guard.release().await;
         return Ended::Failed(exit::SOFTWARE);
     };
     let (program, rest) = command.split_first().expect("clap requires CMD");
@@ -91,7 +98,6 @@ pub async fn run_under(
         Ok(supervised) => supervise(guard, supervised, signals, grace).await,
         Err(e) => {
             eprintln!("lockward: cannot run {program:?}: {e}");
-            let _ = guard.release().await;
             Ended::Failed(match e.kind() {
                 std::io::ErrorKind::NotFound => exit::NOT_FOUND,
                 _ => exit::CANNOT_EXECUTE,
@@ -126,7 +132,7 @@ impl Signals {
     }
 }
 
-async fn supervise(guard: Guard, mut cmd: Supervised, signals: Signals, grace: Duration) -> Ended {
+async fn supervise(guard: &Guard, mut cmd: Supervised, signals: Signals, grace: Duration) -> Ended {
     let mut lost = guard.lost_signal();
     let mut lost_seen = false;
     let mut kill_at: Option<Instant> = None;
@@ -177,7 +183,6 @@ async fn supervise(guard: Guard, mut cmd: Supervised, signals: Signals, grace: D
     if kill_at.is_some() {
         cmd.signal_group(libc::SIGKILL);
     }
-    let released = guard.release().await;
     let status = match status {
         Ok(status) => status,
         Err(e) => {
@@ -187,9 +192,6 @@ async fn supervise(guard: Guard, mut cmd: Supervised, signals: Signals, grace: D
     };
     if lost_seen || kill_at.is_some() {
         return Ended::Lost;
-    }
-    if let Err(e) = released {
-        eprintln!("lockward: warning: {e}");
     }
     Ended::Exited(child::exit_code(status))
 }

@@ -210,7 +210,7 @@ impl Leadership {
     /// lock (the CLI's `elect` runs its command under it). The guard's
     /// deadline minus (lease duration − renew deadline) is the renew
     /// deadline.
-    pub fn into_guard(self) -> Guard {
-        self.guard
+    pub fn guard(&self) -> &Guard {
+        &self.guard
     }
 }

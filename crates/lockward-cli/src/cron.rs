@@ -1,0 +1,171 @@
+//! `lockward cron NAME 'EXPR' -- CMD` and `lockward cron-log NAME`.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use lockward::recipe::cron::{CronJob, CronOptions, Outcome};
+use lockward::Store;
+use serde::Serialize;
+
+use crate::exit;
+use crate::run::{run_under, Ended};
+
+/// What `cron` was asked to do.
+pub struct CronArgs {
+    pub name: String,
+    pub expression: String,
+    pub zone: String,
+    pub options: CronOptions,
+    pub command: Vec<String>,
+}
+
+fn job(
+    store: &Store,
+    name: &str,
+    expression: &str,
+    zone: &str,
+    options: CronOptions,
+) -> Result<CronJob, u8> {
+    CronJob::new(
+        store.clone(),
+        name,
+        expression,
+        zone,
+        &crate::holder_label(),
+        options,
+    )
+    .map_err(|e| {
+        eprintln!("lockward: {e}");
+        exit::for_error(&e)
+    })
+}
+
+/// Runs CMD at each fire time on exactly one of the instances running the
+/// same line. Runs until killed.
+pub async fn cron(store: &Store, args: CronArgs) -> u8 {
+    let job = match job(
+        store,
+        &args.name,
+        &args.expression,
+        &args.zone,
+        args.options,
+    ) {
+        Ok(j) => j,
+        Err(code) => return code,
+    };
+    let grace = (args.options.lock_at_most_for / 4).max(Duration::from_millis(10));
+    let mut after = Utc::now();
+    loop {
+        let fire = match job.next_fire_after(after) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("lockward: {e}");
+                return exit::USAGE;
+            }
+        };
+        after = fire;
+        let wait = (fire - Utc::now()).to_std().unwrap_or_default();
+        tokio::time::sleep(wait).await;
+        let claim = match job.claim(fire).await {
+            Ok(Some(c)) => c,
+            Ok(None) => continue,
+            Err(e) => {
+                eprintln!("lockward: fire time {fire}: {e}");
+                continue;
+            }
+        };
+        let env = vec![
+            ("LOCKWARD_NAME", args.name.clone()),
+            ("LOCKWARD_FIRE_TIME", fire.to_rfc3339()),
+            ("LOCKWARD_FENCE", claim.fence().to_string()),
+        ];
+        let outcome = match run_under(claim.guard(), &args.command, &env, grace).await {
+            Ended::Exited(0) => Outcome::Succeeded,
+            Ended::Exited(code) => Outcome::Failed(format!("exit status {code}")),
+            Ended::Lost => Outcome::Failed("stopped: lock_at_most_for passed".into()),
+            Ended::Failed(code) => {
+                Outcome::Failed(format!("could not run (lockward status {code})"))
+            }
+        };
+        if let Err(e) = claim.finish(outcome).await {
+            eprintln!("lockward: recording fire time {fire}: {e}");
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Row {
+    fire_time: String,
+    missed: bool,
+    instance: Option<String>,
+    start: Option<String>,
+    end: Option<String>,
+    outcome: Option<String>,
+    fence: Option<u64>,
+}
+
+/// Prints the ledger of `name`, from its first recorded execution until
+/// now, with the fire times nobody ran marked as missed.
+pub async fn cron_log(store: &Store, name: &str, expression: &str, zone: &str, json: bool) -> u8 {
+    let job = match job(store, name, expression, zone, CronOptions::default()) {
+        Ok(j) => j,
+        Err(code) => return code,
+    };
+    let since = match job.first_recorded().await {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            if json {
+                println!("[]");
+            } else {
+                println!("no executions of {name} recorded");
+            }
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    // A fire time counts as missed once it is a second old.
+    let until = Utc::now() - chrono::Duration::seconds(1);
+    let entries = match job.ledger(since, until).await {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    let rows: Vec<Row> = entries
+        .iter()
+        .map(|e| Row {
+            fire_time: e.fire_time.to_rfc3339(),
+            missed: e.execution.is_none(),
+            instance: e.execution.as_ref().map(|x| x.instance.clone()),
+            start: e.execution.as_ref().map(|x| x.start.to_rfc3339()),
+            end: e
+                .execution
+                .as_ref()
+                .and_then(|x| x.end.map(|t| t.to_rfc3339())),
+            outcome: e.execution.as_ref().map(|x| match &x.outcome {
+                Outcome::Running => "running".to_string(),
+                Outcome::Succeeded => "succeeded".to_string(),
+                Outcome::Failed(why) => format!("failed: {why}"),
+            }),
+            fence: e.execution.as_ref().map(|x| x.fence),
+        })
+        .collect();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).expect("rows serialise")
+        );
+        return 0;
+    }
+    for r in &rows {
+        match (&r.instance, &r.outcome) {
+            (Some(who), Some(outcome)) => println!("{}  {who}  {outcome}", r.fire_time),
+            _ => println!("{}  MISSED", r.fire_time),
+        }
+    }
+    0
+}

@@ -1,0 +1,163 @@
+//! 10 instances of `lockward cron` with a per-second expression for 10 s:
+//! exactly one execution per fire time, counted from a side file the command
+//! writes and from the ledger; fire times nobody ran show as missed.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::lockward;
+
+const INSTANCES: usize = 10;
+const RUN_FOR: Duration = Duration::from_secs(10);
+
+fn cron_on(store: &str) {
+    let scheme = store.split("://").next().unwrap_or("store").to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut instances: Vec<Child> = (0..INSTANCES)
+        .map(|_| {
+            Command::new(lockward())
+                .args(["--store", store, "cron", "tick", "* * * * * *", "--"])
+                .args([
+                    "sh",
+                    "-c",
+                    r#"echo "$LOCKWARD_FIRE_TIME" >> "$1/runs""#,
+                    "sh",
+                ])
+                .arg(dir.path())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(RUN_FOR);
+    for i in &mut instances {
+        let _ = i.kill();
+        let _ = i.wait();
+    }
+    let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap_or_default();
+    let mut per_fire: HashMap<&str, usize> = HashMap::new();
+    for line in runs.lines() {
+        *per_fire.entry(line).or_default() += 1;
+    }
+    let doubles: Vec<_> = per_fire.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        doubles.is_empty(),
+        "{scheme}: fire times run twice: {doubles:?}"
+    );
+    assert!(
+        per_fire.len() >= 7,
+        "{scheme}: only {} fire times ran in {RUN_FOR:?}",
+        per_fire.len()
+    );
+
+    // Later fire times went unrun: the ledger must say so.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let out = Command::new(lockward())
+        .args([
+            "--store",
+            store,
+            "cron-log",
+            "tick",
+            "* * * * * *",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{scheme}: {out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let ran: Vec<&serde_json::Value> = rows.iter().filter(|r| r["missed"] == false).collect();
+    assert_eq!(
+        ran.len(),
+        per_fire.len(),
+        "{scheme}: ledger and side file disagree"
+    );
+    for r in &ran {
+        assert_eq!(r["outcome"], "succeeded", "{scheme}: {r}");
+        assert!(
+            per_fire
+                .keys()
+                .any(|f| chrono_eq(f, r["fire_time"].as_str().unwrap())),
+            "{scheme}: {r}"
+        );
+    }
+    let missed = rows.iter().filter(|r| r["missed"] == true).count();
+    assert!(
+        missed >= 1,
+        "{scheme}: the stopped seconds were not reported missed"
+    );
+    eprintln!(
+        "{scheme}: {} fire times, each run once; {missed} missed after the stop",
+        per_fire.len()
+    );
+}
+
+/// Two RFC 3339 texts name the same instant (offsets may differ in form).
+fn chrono_eq(a: &str, b: &str) -> bool {
+    match (
+        chrono::DateTime::parse_from_rfc3339(a),
+        chrono::DateTime::parse_from_rfc3339(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[test]
+fn cron_runs_each_fire_time_once_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut stores = vec![format!("sqlite://{}", dir.path().join("l.db").display())];
+    #[cfg(feature = "redis")]
+    let redis = lockward_testkit::RedisServer::start();
+    #[cfg(feature = "redis")]
+    let masters = lockward_testkit::RedisMasters::start(3, Default::default());
+    #[cfg(feature = "redis")]
+    stores.extend([redis.url(), masters.url()]);
+    #[cfg(feature = "etcd")]
+    let etcd = lockward_testkit::EtcdCluster::start_single();
+    #[cfg(feature = "etcd")]
+    stores.push(etcd.url());
+    #[cfg(feature = "postgres")]
+    let pg = lockward_testkit::PostgresServer::start();
+    #[cfg(feature = "postgres")]
+    stores.extend([pg.url(), format!("{}?mode=advisory", pg.url())]);
+    let runs: Vec<_> = stores
+        .into_iter()
+        .map(|s| std::thread::spawn(move || cron_on(&s)))
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}
+
+#[test]
+fn bad_expressions_and_zones_exit_64() {
+    for args in [["cron", "j", "not cron"], ["cron", "j", "* * * * * * * *"]] {
+        let out = Command::new(lockward())
+            .args(["--store", "memory://"])
+            .args(args)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+    }
+    let out = Command::new(lockward())
+        .args([
+            "--store",
+            "memory://",
+            "cron",
+            "j",
+            "* * * * *",
+            "--tz",
+            "Mars/Olympus",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("time zone"));
+}

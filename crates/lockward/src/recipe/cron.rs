@@ -1,0 +1,337 @@
+//! Distributed cron: a job, a cron expression (with an optional seconds
+//! field) and a time zone; at most one execution per (job, scheduled fire
+//! time) across every instance that runs the same job.
+//!
+//! For each fire time, an instance takes the lock `cron/<job>/<fire time>`
+//! (so an instance whose clock is a little late finds the slot taken rather
+//! than running it again), then claims the ledger record of that fire time,
+//! which only one instance can insert: the record, not the lock, makes the
+//! execution happen at most once, even for an instance that comes after the
+//! lock was released. As in ShedLock, the lock is held at most
+//! `lock_at_most_for` (a hung job cannot block later fire times forever)
+//! and at least `lock_at_least_for`.
+//!
+//! The ledger (fire time, instance, start, end, outcome) lives in the store
+//! for `retention`; [`CronJob::ledger`] also reports the fire times nobody
+//! ran.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use lockward::recipe::cron::{CronJob, CronOptions, Outcome};
+//! let store = lockward::Store::memory();
+//! let job = CronJob::new(store, "cleanup", "0 0 2 * * *", "Europe/Berlin", "node-a", CronOptions::default())?;
+//! let fire = job.next_fire_after(chrono::Utc::now())?;
+//! if let Some(claim) = job.claim(fire).await? {
+//!     // clean up, fencing writes with claim.fence()
+//!     claim.finish(Outcome::Succeeded).await?;
+//! }
+//! # Ok::<(), lockward::Error>(())
+//! # }).unwrap();
+//! ```
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+use croner::Cron;
+
+use crate::error::{Error, Result};
+use crate::guard::Guard;
+use crate::name::Name;
+use crate::options::{LockOptions, Renewal};
+use crate::store::Store;
+
+/// Lock and ledger settings of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CronOptions {
+    /// Keep the lock at least this long after the start (default 0).
+    pub lock_at_least_for: Duration,
+    /// Never hold it longer (default 10 min); the job is told it lost the
+    /// lock then.
+    pub lock_at_most_for: Duration,
+    /// How long the ledger keeps an execution (default 7 days).
+    pub retention: Duration,
+}
+
+impl Default for CronOptions {
+    fn default() -> Self {
+        CronOptions {
+            lock_at_least_for: Duration::ZERO,
+            lock_at_most_for: Duration::from_secs(600),
+            retention: Duration::from_secs(7 * 24 * 3600),
+        }
+    }
+}
+
+/// How an execution ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Still running (or its instance died before recording the end).
+    Running,
+    /// The job succeeded.
+    Succeeded,
+    /// The job failed; why.
+    Failed(String),
+}
+
+/// One line of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The scheduled fire time.
+    pub fire_time: DateTime<Utc>,
+    /// The execution, or `None` when no instance ran this fire time.
+    pub execution: Option<Execution>,
+}
+
+/// Who ran a fire time, when, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    /// The instance that ran it.
+    pub instance: String,
+    /// When it started.
+    pub start: DateTime<Utc>,
+    /// When it ended, once it has.
+    pub end: Option<DateTime<Utc>>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The fencing token of its lock.
+    pub fence: u64,
+}
+
+impl Execution {
+    fn encode(&self) -> String {
+        let outcome = match &self.outcome {
+            Outcome::Running => "running".to_string(),
+            Outcome::Succeeded => "succeeded".to_string(),
+            Outcome::Failed(why) => format!("failed:{}", why.replace(['\t', '\n'], " ")),
+        };
+        let end = self
+            .end
+            .map_or(String::new(), |e| e.timestamp_millis().to_string());
+        format!(
+            "{}\t{}\t{end}\t{outcome}\t{}",
+            self.instance.replace('\t', " "),
+            self.start.timestamp_millis(),
+            self.fence
+        )
+    }
+
+    fn decode(text: &str) -> Option<Execution> {
+        let mut f = text.splitn(5, '\t');
+        let instance = f.next()?.to_string();
+        let start = Utc.timestamp_millis_opt(f.next()?.parse().ok()?).single()?;
+        let end = match f.next()? {
+            "" => None,
+            ms => Some(Utc.timestamp_millis_opt(ms.parse().ok()?).single()?),
+        };
+        let outcome = match f.next()? {
+            "running" => Outcome::Running,
+            "succeeded" => Outcome::Succeeded,
+            other => Outcome::Failed(other.strip_prefix("failed:").unwrap_or(other).to_string()),
+        };
+        let fence = f.next()?.parse().ok()?;
+        Some(Execution {
+            instance,
+            start,
+            end,
+            outcome,
+            fence,
+        })
+    }
+}
+
+/// A job scheduled by a cron expression in a time zone.
+#[derive(Debug, Clone)]
+pub struct CronJob {
+    store: Store,
+    job: String,
+    schedule: Cron,
+    zone: Tz,
+    instance: String,
+    options: CronOptions,
+}
+
+impl CronJob {
+    /// Checks the expression (5 or 6 fields; the 6th, leading, is seconds)
+    /// and the IANA time zone.
+    pub fn new(
+        store: Store,
+        job: &str,
+        expression: &str,
+        zone: &str,
+        instance: &str,
+        options: CronOptions,
+    ) -> Result<Self> {
+        Name::new(format!("cron/{job}/0000000000000"))?;
+        let schedule = Cron::from_str(expression)
+            .map_err(|e| Error::invalid("cron expression", format!("{expression:?}: {e}")))?;
+        let zone: Tz = zone.parse().map_err(|_| {
+            Error::invalid(
+                "time zone",
+                format!("{zone:?} is not an IANA time zone name"),
+            )
+        })?;
+        crate::duration::check_ttl(options.lock_at_most_for)?;
+        if options.lock_at_least_for > options.lock_at_most_for {
+            return Err(Error::invalid(
+                "lock_at_least_for",
+                "it cannot be longer than lock_at_most_for",
+            ));
+        }
+        Ok(CronJob {
+            store,
+            job: job.to_string(),
+            schedule,
+            zone,
+            instance: instance.to_string(),
+            options,
+        })
+    }
+
+    /// The first fire time strictly after `after`.
+    pub fn next_fire_after(&self, after: DateTime<Utc>) -> Result<DateTime<Utc>> {
+        self.schedule
+            .find_next_occurrence(&after.with_timezone(&self.zone), false)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| Error::invalid("cron expression", format!("no next fire time: {e}")))
+    }
+
+    fn slot(&self, fire: DateTime<Utc>) -> String {
+        format!("cron/{}/{:013}", self.job, fire.timestamp_millis())
+    }
+
+    /// Claims fire time `fire` for this instance: `None` when another
+    /// instance runs or ran it. Call [`Claim::finish`] when the job ends.
+    pub async fn claim(&self, fire: DateTime<Utc>) -> Result<Option<Claim>> {
+        let slot = self.slot(fire);
+        let opts = LockOptions::new()
+            .ttl(self.options.lock_at_most_for)
+            .renewal(Renewal::Off)
+            .label(self.instance.clone());
+        let guard = match self.store.try_acquire(&slot, &opts).await {
+            Ok(g) => g,
+            Err(Error::Busy { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let execution = Execution {
+            instance: self.instance.clone(),
+            start: Utc::now(),
+            end: None,
+            outcome: Outcome::Running,
+            fence: guard.fence(),
+        };
+        let key = Name::new(slot)?;
+        let backend = self.store.backend();
+        if !backend
+            .insert_record(&key, &execution.encode(), self.options.retention)
+            .await?
+        {
+            // Ran already (the lock was released after it).
+            let _ = guard.release().await;
+            return Ok(None);
+        }
+        Ok(Some(Claim {
+            guard,
+            key,
+            execution,
+            job: self.clone(),
+        }))
+    }
+
+    /// The ledger from `since` to `until`: every fire time in between, with
+    /// its execution or `None` when nobody ran it.
+    pub async fn ledger(&self, since: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<Entry>> {
+        let prefix = format!("cron/{}/", self.job);
+        let mut executions: std::collections::BTreeMap<i64, Execution> = Default::default();
+        for (key, value) in self.store.backend().records(&prefix).await? {
+            let (Some(ms), Some(e)) = (
+                key.strip_prefix(&prefix)
+                    .and_then(|t| t.parse::<i64>().ok()),
+                Execution::decode(&value),
+            ) else {
+                continue;
+            };
+            executions.insert(ms, e);
+        }
+        let mut entries = Vec::new();
+        let mut at = since - chrono::Duration::milliseconds(1);
+        loop {
+            let fire = self.next_fire_after(at)?;
+            if fire >= until {
+                break;
+            }
+            entries.push(Entry {
+                fire_time: fire,
+                execution: executions.remove(&fire.timestamp_millis()),
+            });
+            at = fire;
+            if entries.len() > 100_000 {
+                break;
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Fire times with an execution, oldest first (to start a ledger view).
+    pub async fn first_recorded(&self) -> Result<Option<DateTime<Utc>>> {
+        let prefix = format!("cron/{}/", self.job);
+        Ok(self
+            .store
+            .backend()
+            .records(&prefix)
+            .await?
+            .iter()
+            .filter_map(|(k, _)| k.strip_prefix(&prefix)?.parse::<i64>().ok())
+            .min()
+            .and_then(|ms| Utc.timestamp_millis_opt(ms).single()))
+    }
+}
+
+/// This instance runs one fire time.
+#[derive(Debug)]
+pub struct Claim {
+    guard: Guard,
+    key: Name,
+    execution: Execution,
+    job: CronJob,
+}
+
+impl Claim {
+    /// The lock of this fire time (its fence fences the job's writes; its
+    /// `lost()` fires at `lock_at_most_for`).
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// The fencing token of this execution.
+    pub fn fence(&self) -> u64 {
+        self.execution.fence
+    }
+
+    /// Records the end and outcome, keeps the lock until `lock_at_least_for`
+    /// after the start, then releases it.
+    pub async fn finish(mut self, outcome: Outcome) -> Result<()> {
+        self.execution.end = Some(Utc::now());
+        self.execution.outcome = outcome;
+        self.job
+            .store
+            .backend()
+            .put_record(
+                &self.key,
+                &self.execution.encode(),
+                self.job.options.retention,
+            )
+            .await?;
+        let held = (Utc::now() - self.execution.start)
+            .to_std()
+            .unwrap_or_default();
+        if let Some(left) = self.job.options.lock_at_least_for.checked_sub(held) {
+            tokio::time::sleep(left).await;
+        }
+        match self.guard.release().await {
+            Ok(()) | Err(Error::Lost { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
