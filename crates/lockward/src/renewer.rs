@@ -76,6 +76,11 @@ impl Renewer {
         Renewer { tx, task }
     }
 
+    /// Whether the scheduler stopped (its runtime was shut down).
+    pub fn is_stopped(&self) -> bool {
+        self.task.is_finished()
+    }
+
     /// Renews `standing`'s lease every `every` until it ends or is lost.
     pub fn register(&self, name: Name, owner: OwnerId, every: Duration, standing: &SharedStanding) {
         let _ = self.tx.send(Msg::Register(Entry {

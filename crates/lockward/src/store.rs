@@ -1,7 +1,7 @@
 //! A connection to one backend, and the lock operations on it.
 
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::backend::memory::MemoryBackend;
@@ -40,8 +40,9 @@ use crate::url::StoreUrl;
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: Arc<dyn Backend>,
-    /// Started on the first guard that renews, on that guard's runtime.
-    renewer: Arc<OnceLock<Arc<Renewer>>>,
+    /// Started on the first guard that renews, on that guard's runtime, and
+    /// again if that runtime has shut down since.
+    renewer: Arc<Mutex<Option<Arc<Renewer>>>>,
     /// Local waiters queue here before waiting on the backend.
     lines: Arc<Lines>,
 }
@@ -101,7 +102,7 @@ impl Store {
     pub fn from_shared(backend: Arc<dyn Backend>) -> Store {
         Store {
             backend,
-            renewer: Arc::new(OnceLock::new()),
+            renewer: Arc::default(),
             lines: Arc::default(),
         }
     }
@@ -237,10 +238,16 @@ impl Store {
             deadline: local_deadline(started, opts.ttl),
         };
         let renewal = opts.renew_interval().map(|every| {
-            let renewer = self
-                .renewer
-                .get_or_init(|| Arc::new(Renewer::start(self.backend.clone())));
-            (every, renewer.clone())
+            let mut slot = self.renewer.lock().unwrap_or_else(|p| p.into_inner());
+            let renewer = match slot.as_ref().filter(|r| !r.is_stopped()) {
+                Some(r) => r.clone(),
+                None => {
+                    let r = Arc::new(Renewer::start(self.backend.clone()));
+                    *slot = Some(r.clone());
+                    r
+                }
+            };
+            (every, renewer)
         });
         Guard::new(self.backend.clone(), lease, renewal)
     }

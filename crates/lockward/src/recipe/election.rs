@@ -150,6 +150,26 @@ impl Candidate {
         })
     }
 
+    /// Waits until the leader differs from `last` and returns the new one
+    /// (`None`: nobody leads). For observers that do not campaign. A
+    /// release wakes it at once (pushed backends); an expiry or a new
+    /// leader's election is seen within a retry period.
+    pub async fn next_leader_change(&self, last: Option<&str>) -> Result<Option<String>> {
+        let name = crate::name::Name::new(self.name.as_str())?;
+        let mut changes = self.store.backend().subscribe(&name).await?;
+        loop {
+            changes.mark_seen();
+            let now = self.leader().await?;
+            if now.as_deref() != last {
+                return Ok(now);
+            }
+            tokio::select! {
+                _ = changes.changed() => {}
+                _ = tokio::time::sleep(self.config.retry_period) => {}
+            }
+        }
+    }
+
     /// The current leader's identity, if any.
     pub async fn leader(&self) -> Result<Option<String>> {
         Ok(self

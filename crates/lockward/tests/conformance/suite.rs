@@ -32,7 +32,8 @@ macro_rules! conformance {
             lost_fires, acquire_times_out, cancelled_wait_leaves_nothing,
             with_lock_cancels_work, inspect_and_list, drop_releases, bad_input,
             paused_holder_learns_it_lost, local_waiters_in_order,
-            paused_holders_write_is_refused, election_hands_over_on_resign, records);
+            paused_holders_write_is_refused, election_hands_over_on_resign, records,
+            paused_leader_is_revoked_and_fenced);
     };
     (@tests $fixture:path; $($check:ident),*) => {
         $(
@@ -723,4 +724,76 @@ pub async fn records(f: &impl Fixture) {
         .insert_record(&key("c"), "again", long)
         .await
         .unwrap());
+}
+
+/// A leader whose whole runtime stops past its lease: another candidate is
+/// elected with a larger epoch (and an observer sees it); when the old
+/// leader resumes, `revoked` fires at once and its write with the old epoch
+/// is refused.
+pub async fn paused_leader_is_revoked_and_fenced(f: &impl Fixture) {
+    use lockward::fence::{FencedResource, MemoryRegister};
+    use lockward::recipe::{Candidate, ElectionConfig};
+    let store = f.store().await;
+    if !store.capabilities().expires {
+        // A paused leader keeps a session lock: nobody else is elected.
+        return;
+    }
+    let config = ElectionConfig {
+        lease_duration: Duration::from_millis(600),
+        renew_deadline: Duration::from_millis(400),
+        retry_period: Duration::from_millis(100),
+    };
+    let name = unique("paused-leader");
+    let register = Arc::new(MemoryRegister::new());
+    let (elected_tx, elected_rx) = std::sync::mpsc::channel();
+    // Its own Store over the same backend: another process, in effect.
+    let old_store = Store::from_shared(store.backend().clone());
+    let (old_name, old_register) = (name.clone(), register.clone());
+    let old = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let me = Candidate::new(old_store, &old_name, "old", config).unwrap();
+            let leading = me.campaign().await.unwrap();
+            elected_tx.send(leading.epoch()).unwrap();
+            std::thread::sleep(Duration::from_millis(600) + f_floor_pause());
+            let revoked = tokio::time::timeout(Duration::from_millis(50), leading.revoked()).await;
+            let write = old_register.write("state", b"old", leading.epoch()).await;
+            (revoked.is_ok(), write)
+        })
+    });
+    let old_epoch = elected_rx.recv().unwrap();
+    let observer = Candidate::new(f.store().await, &name, "observer", config).unwrap();
+    assert_eq!(observer.leader().await.unwrap().as_deref(), Some("old"));
+    let next = Candidate::new(f.store().await, &name, "new", config).unwrap();
+    let leading = tokio::time::timeout(
+        Duration::from_secs(5) + f.server_ttl_floor(),
+        next.campaign(),
+    )
+    .await
+    .expect("no new leader while the old one was paused")
+    .unwrap();
+    assert!(leading.epoch() > old_epoch);
+    register
+        .write("state", b"new", leading.epoch())
+        .await
+        .unwrap();
+    let seen = observer.next_leader_change(Some("old")).await.unwrap();
+    assert_eq!(seen.as_deref(), Some("new"));
+    let (revoked_at_once, old_write) = old.join().unwrap();
+    assert!(revoked_at_once, "the resumed leader was not revoked");
+    assert!(
+        matches!(old_write, Err(Error::Stale { .. })),
+        "{old_write:?}"
+    );
+    assert_eq!(register.read("state").await.unwrap().unwrap().value, b"new");
+    leading.resign().await.unwrap();
+}
+
+/// Long enough for any backend's server floor (etcd's whole-second leases)
+/// to pass while the old leader is paused.
+fn f_floor_pause() -> Duration {
+    Duration::from_millis(2_500)
 }
