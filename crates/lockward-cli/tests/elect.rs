@@ -62,7 +62,9 @@ fn wait_leaders(dir: &std::path::Path, n: usize, within: Duration) -> Vec<(u64, 
     }
 }
 
-fn failover_and_handover(store: &str) {
+/// `floor`: how much later than its TTL the store may free a lease (etcd
+/// counts whole seconds and sweeps expiries every 500 ms).
+fn failover_and_handover(store: &str, floor: Duration) {
     let scheme = store.split("://").next().unwrap_or("store");
     let dir = tempfile::tempdir().unwrap();
     let mut candidates: Vec<Child> = ["a", "b", "c"]
@@ -89,7 +91,7 @@ fn failover_and_handover(store: &str) {
     let failover = killed_at.elapsed();
     eprintln!("{scheme}: failover after kill -9 in {failover:?} (lease 1 s, retry 200 ms)");
     assert!(
-        failover < Duration::from_millis(1_200 + 500),
+        failover < Duration::from_millis(1_200 + 500) + floor,
         "{failover:?}"
     );
     assert!(second.0 > first.0, "epochs must grow");
@@ -113,21 +115,38 @@ fn failover_and_handover(store: &str) {
 #[test]
 fn elect_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    failover_and_handover(&format!("sqlite://{}", dir.path().join("l.db").display()));
+    failover_and_handover(
+        &format!("sqlite://{}", dir.path().join("l.db").display()),
+        Duration::ZERO,
+    );
 }
 
 #[cfg(feature = "redis")]
 #[test]
 fn elect_on_redis() {
     let server = lockward_testkit::RedisServer::start();
-    failover_and_handover(&server.url());
+    failover_and_handover(&server.url(), Duration::ZERO);
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn elect_on_redlock() {
+    let masters = lockward_testkit::RedisMasters::start(3, Default::default());
+    failover_and_handover(&masters.url(), Duration::ZERO);
+}
+
+#[cfg(feature = "etcd")]
+#[test]
+fn elect_on_etcd() {
+    let etcd = lockward_testkit::EtcdCluster::start_single();
+    failover_and_handover(&etcd.url(), Duration::from_millis(1_500));
 }
 
 #[cfg(feature = "postgres")]
 #[test]
 fn elect_on_postgres() {
     let server = lockward_testkit::PostgresServer::start();
-    failover_and_handover(&server.url());
+    failover_and_handover(&server.url(), Duration::ZERO);
 }
 
 #[test]
@@ -149,4 +168,33 @@ fn renew_deadline_must_be_below_the_lease() {
         .unwrap();
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("renew deadline"));
+}
+
+/// The leader's lockward stopped with SIGSTOP past its lease: another
+/// candidate is elected with a larger epoch; when the old one resumes it
+/// sees it was revoked and stops its command at once.
+#[test]
+fn stopped_leader_is_replaced_and_revoked_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("l.db").display());
+    let mut a = candidate(&store, dir.path(), "a");
+    let first = wait_leaders(dir.path(), 1, Duration::from_secs(10))[0];
+    let mut b = candidate(&store, dir.path(), "b");
+    unsafe { libc::kill(first.2 as i32, libc::SIGSTOP) };
+    let second = wait_leaders(dir.path(), 2, Duration::from_secs(5))[1];
+    assert!(second.0 > first.0);
+    assert!(
+        alive(first.1),
+        "the stopped leader's command runs on (a paused lockward cannot stop it)"
+    );
+    unsafe { libc::kill(first.2 as i32, libc::SIGCONT) };
+    assert!(
+        wait_gone(first.1, Duration::from_secs(2)),
+        "the revoked leader's command kept running"
+    );
+    assert!(alive(second.1));
+    for c in [&mut a, &mut b] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
