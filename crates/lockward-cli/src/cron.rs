@@ -53,6 +53,10 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         Ok(j) => j,
         Err(code) => return code,
     };
+    if let Err(e) = job.record_schedule().await {
+        eprintln!("lockward: {e}");
+        return exit::for_error(&e);
+    }
     let grace = (args.options.lock_at_most_for / 4).max(Duration::from_millis(10));
     let mut after = Utc::now();
     loop {
@@ -105,11 +109,31 @@ struct Row {
 }
 
 /// Prints the ledger of `name`, from its first recorded execution until
-/// now, with the fire times nobody ran marked as missed.
-pub async fn cron_log(store: &Store, name: &str, expression: &str, zone: &str, json: bool) -> u8 {
-    let job = match job(store, name, expression, zone, CronOptions::default()) {
-        Ok(j) => j,
-        Err(code) => return code,
+/// now, with the fire times nobody ran marked as missed. The schedule is
+/// the one the job's instances recorded, unless `expression` is given.
+pub async fn cron_log(
+    store: &Store,
+    name: &str,
+    expression: Option<&str>,
+    zone: &str,
+    json: bool,
+) -> u8 {
+    let job = match expression {
+        Some(expression) => match job(store, name, expression, zone, CronOptions::default()) {
+            Ok(j) => j,
+            Err(code) => return code,
+        },
+        None => match CronJob::recorded(store.clone(), name, &crate::holder_label()).await {
+            Ok(Some(j)) => j,
+            Ok(None) => {
+                eprintln!("lockward: no schedule recorded for {name}; give its expression");
+                return exit::USAGE;
+            }
+            Err(e) => {
+                eprintln!("lockward: {e}");
+                return exit::for_error(&e);
+            }
+        },
     };
     let since = match job.first_recorded().await {
         Ok(Some(t)) => t,

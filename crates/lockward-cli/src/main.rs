@@ -93,9 +93,9 @@ enum Command {
     CronLog {
         /// The job's name.
         name: String,
-        /// The job's cron expression (to know which fire times were due).
-        expression: String,
-        /// IANA time zone of the expression.
+        /// The job's cron expression, if not the one its instances recorded.
+        expression: Option<String>,
+        /// IANA time zone of EXPRESSION.
         #[arg(long, default_value = "UTC")]
         tz: String,
         /// Print JSON for scripts.
@@ -250,7 +250,7 @@ async fn dispatch(cli: Cli) -> u8 {
             expression,
             tz,
             json,
-        } => cron::cron_log(&store, &name, &expression, &tz, json).await,
+        } => cron::cron_log(&store, &name, expression.as_deref(), &tz, json).await,
         Command::Status { prefix, json } => status::status(&store, &prefix, json).await,
     }
 }

@@ -189,6 +189,36 @@ impl CronJob {
         })
     }
 
+    /// Records this job's expression and time zone in the store, so that
+    /// [`CronJob::recorded`] can rebuild it (for `cron-log`).
+    pub async fn record_schedule(&self) -> Result<()> {
+        let key = Name::new(format!("cron-schedule/{}", self.job))?;
+        let value = format!("{}\t{}", self.schedule.as_str(), self.zone.name());
+        self.store
+            .backend()
+            .put_record(&key, &value, self.options.retention)
+            .await
+    }
+
+    /// The job as its instances last recorded it, if any did.
+    pub async fn recorded(store: Store, job: &str, instance: &str) -> Result<Option<CronJob>> {
+        let key = format!("cron-schedule/{job}");
+        let records = store.backend().records(&key).await?;
+        let Some((_, value)) = records.into_iter().find(|(k, _)| *k == key) else {
+            return Ok(None);
+        };
+        let (expression, zone) = value.split_once('\t').unwrap_or((value.as_str(), "UTC"));
+        CronJob::new(
+            store,
+            job,
+            expression,
+            zone,
+            instance,
+            CronOptions::default(),
+        )
+        .map(Some)
+    }
+
     /// The first fire time strictly after `after`.
     pub fn next_fire_after(&self, after: DateTime<Utc>) -> Result<DateTime<Utc>> {
         self.schedule
