@@ -18,9 +18,16 @@
 //! # }).unwrap();
 //! ```
 //!
-//! Backends: `memory://` and `sqlite://PATH` (the embedded default, feature
-//! `sqlite`). See [`StoreUrl`] for the URL forms and
-//! [`backend::Capabilities`] for what each backend guarantees.
+//! Backends, each behind a cargo feature: `memory://` (always),
+//! `sqlite://PATH` (`sqlite`, the embedded default), `redis://`,
+//! `redis+cluster://` and `redlock://` (`redis`; TLS: `redis-tls`),
+//! `etcd://` (`etcd`; TLS: `etcd-tls`), `postgres://` in lease or advisory
+//! mode (`postgres`; TLS: `postgres-tls`). See [`StoreUrl`] for the URL
+//! forms and [`backend::Capabilities`] for what each backend guarantees.
+//!
+//! Built on the lock: [`fence`] (resources that refuse stale tokens),
+//! [`recipe::election`] (leader election with client-go's timing) and, with
+//! the `cron` feature, `recipe::cron` (at most one run per fire time).
 
 #![warn(missing_docs)]
 
