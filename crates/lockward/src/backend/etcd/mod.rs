@@ -715,7 +715,8 @@ impl Backend for EtcdBackend {
             })
             .await?;
         if !resp.succeeded() {
-            let _ = self.client().lease_revoke(lease).await;
+            // Unused: let it go now rather than at its TTL.
+            let _ = self.call(|mut c| async move { c.lease_revoke(lease).await }).await;
         }
         Ok(resp.succeeded())
     }
