@@ -266,3 +266,28 @@ async fn authentication_works_and_a_wrong_password_is_clear() {
     // Without credentials, the server refuses too.
     assert!(Store::open(&format!("etcd://{endpoint}")).await.is_err());
 }
+
+#[tokio::test]
+async fn extend_past_the_granted_lease_is_refused() {
+    let etcd = EtcdCluster::start_single();
+    let store = Store::open(&etcd.url()).await.unwrap();
+    let guard = store
+        .try_acquire("extend", &opts(2_000).renewal(Renewal::Off))
+        .await
+        .unwrap();
+    guard
+        .extend(Some(Duration::from_millis(1_500)))
+        .await
+        .expect("within the lease");
+    let err = guard
+        .extend(Some(Duration::from_secs(30)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidArgument { what: "ttl", .. }),
+        "{err:?}"
+    );
+    // The deadline did not move past the server's lease.
+    assert!(guard.deadline() < Instant::now() + Duration::from_secs(2));
+    guard.release().await.unwrap();
+}

@@ -72,6 +72,8 @@ pub struct EtcdBackend {
 struct Held {
     lease: i64,
     key: String,
+    /// The TTL the lease was granted with: a keep-alive renews to it.
+    ttl_secs: i64,
 }
 
 /// The value of a contender key: the label (an election proposal) when
@@ -121,13 +123,14 @@ impl Contender<'_> {
     }
 
     /// We hold the lock: stop the waiting keep-alive, keep the lease.
-    fn keep(mut self) -> Held {
+    fn keep(mut self, ttl: Duration) -> Held {
         if let Some(task) = self.keepalive.take() {
             task.abort();
         }
         let held = Held {
             lease: self.lease,
             key: std::mem::take(&mut self.key),
+            ttl_secs: lease_seconds(ttl),
         };
         self.lease = 0;
         held
@@ -529,7 +532,7 @@ impl Backend for EtcdBackend {
             return Ok(Attempt::Held { expires_in: None });
         }
         let fence = contender.revision as u64;
-        let held = contender.keep();
+        let held = contender.keep(req.ttl);
         self.leases().insert((req.name.clone(), req.owner), held);
         Ok(Attempt::Granted { fence })
     }
@@ -576,7 +579,7 @@ impl Backend for EtcdBackend {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let fence = contender.revision as u64;
-        let held = contender.keep();
+        let held = contender.keep(req.ttl);
         self.leases().insert((req.name.clone(), req.owner), held);
         Ok(Some(Grant {
             fence,
@@ -584,13 +587,24 @@ impl Backend for EtcdBackend {
         }))
     }
 
-    async fn extend(&self, name: &Name, owner: OwnerId, _ttl: Duration) -> Result<()> {
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
         let not_owner = || Error::NotOwner {
             name: name.to_string(),
         };
         let Some(held) = self.leases().get(&(name.clone(), owner)).cloned() else {
             return Err(not_owner());
         };
+        // A keep-alive renews the lease to the TTL it was granted with; a
+        // longer one would give the holder a deadline past the server's.
+        if lease_seconds(ttl) > held.ttl_secs {
+            return Err(Error::InvalidArgument {
+                what: "ttl",
+                why: format!(
+                    "an etcd lease keeps the TTL it was granted with ({} s); take the lock with the longer TTL instead",
+                    held.ttl_secs
+                ),
+            });
+        }
         let alive = self.keep_alive_once(held.lease).await?;
         let key = held.key.clone();
         let exists = alive
@@ -716,7 +730,9 @@ impl Backend for EtcdBackend {
             .await?;
         if !resp.succeeded() {
             // Unused: let it go now rather than at its TTL.
-            let _ = self.call(|mut c| async move { c.lease_revoke(lease).await }).await;
+            let _ = self
+                .call(|mut c| async move { c.lease_revoke(lease).await })
+                .await;
         }
         Ok(resp.succeeded())
     }
