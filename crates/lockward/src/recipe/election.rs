@@ -133,21 +133,21 @@ impl Candidate {
     /// Waits until elected. Drop the future to stop campaigning.
     pub async fn campaign(&self) -> Result<Leadership> {
         let guard = self.store.acquire(&self.name, &self.options()).await?;
-        Ok(Leadership {
-            epoch: guard.fence(),
-            guard,
-            margin: self.config.lease_duration - self.config.renew_deadline,
-        })
+        Ok(self.leadership(guard))
     }
 
     /// Becomes leader only if nobody leads now.
     pub async fn try_campaign(&self) -> Result<Leadership> {
         let guard = self.store.try_acquire(&self.name, &self.options()).await?;
-        Ok(Leadership {
+        Ok(self.leadership(guard))
+    }
+
+    fn leadership(&self, guard: Guard) -> Leadership {
+        Leadership {
             epoch: guard.fence(),
             guard,
             margin: self.config.lease_duration - self.config.renew_deadline,
-        })
+        }
     }
 
     /// Waits until the leader differs from `last` and returns the new one

@@ -262,12 +262,8 @@ impl EtcdBackend {
     /// the create revision of the first key in the line (the holder's).
     async fn enter(&self, req: &Request<'_>) -> Result<(Contender<'_>, i64)> {
         let prefix = keys::lock_prefix(&self.prefix, req.name);
-        let ttl = lease_seconds(req.ttl);
         let granted_from = Instant::now();
-        let lease = self
-            .call(|mut c| async move { c.lease_grant(ttl, None).await })
-            .await?
-            .id();
+        let lease = self.grant(req.ttl).await?;
         let key = keys::contender_key(&prefix, lease);
         let mut contender = Contender {
             backend: self,
@@ -322,6 +318,15 @@ impl EtcdBackend {
         }
         let first = holder_revision.unwrap_or(contender.revision);
         Ok((contender, first))
+    }
+
+    /// A new lease of ⌈`ttl`⌉ seconds.
+    async fn grant(&self, ttl: Duration) -> Result<i64> {
+        let secs = lease_seconds(ttl);
+        Ok(self
+            .call(|mut c| async move { c.lease_grant(secs, None).await })
+            .await?
+            .id())
     }
 
     fn protocol(&self, message: &str) -> Error {
@@ -706,11 +711,7 @@ impl Backend for EtcdBackend {
     /// Each record has a lease of its own, with the record's TTL.
     async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
         let record = keys::record_key(&self.prefix, key.as_str());
-        let secs = lease_seconds(ttl);
-        let lease = self
-            .call(|mut c| async move { c.lease_grant(secs, None).await })
-            .await?
-            .id();
+        let lease = self.grant(ttl).await?;
         let txn = Txn::new()
             .when([Compare::create_revision(
                 record.clone(),
@@ -739,11 +740,7 @@ impl Backend for EtcdBackend {
 
     async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
         let record = keys::record_key(&self.prefix, key.as_str());
-        let secs = lease_seconds(ttl);
-        let lease = self
-            .call(|mut c| async move { c.lease_grant(secs, None).await })
-            .await?
-            .id();
+        let lease = self.grant(ttl).await?;
         self.call(|mut c| {
             let (record, value) = (record.clone(), value.to_string());
             async move {

@@ -185,6 +185,34 @@ impl RedlockBackend {
         }
     }
 
+    /// `SET` (with `NX` when `only_new`) of a record on every master; how
+    /// many stored it, or an error when a majority could not be reached.
+    async fn set_record(
+        &self,
+        key: &Name,
+        value: &str,
+        ttl: Duration,
+        only_new: bool,
+    ) -> Result<usize> {
+        let record = keys::record_key(&self.prefix, key, false);
+        let results = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(&record).arg(value);
+                if only_new {
+                    cmd.arg("NX");
+                }
+                cmd.arg("PX").arg(millis(ttl));
+                async move { cmd.query_async::<Option<String>>(&mut conn.clone()).await }
+            })
+            .await;
+        let failed = self.failures(&results);
+        if failed.len() > self.masters.len() - self.quorum {
+            return Err(self.no_quorum(&failed));
+        }
+        Ok(results.iter().filter(|r| matches!(r, Ok(Some(_)))).count())
+    }
+
     /// Releases on every master (owner-checked, so harmless where we do
     /// not hold it); returns how many released and the failures.
     async fn release_everywhere(
@@ -469,51 +497,11 @@ impl Backend for RedlockBackend {
 
     /// A record counts when a majority stored it.
     async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        let record = keys::record_key(&self.prefix, key, false);
-        let results = self
-            .on_all(NODE_TIMEOUT, |conn| {
-                let (record, value) = (record.clone(), value.to_string());
-                async move {
-                    redis::cmd("SET")
-                        .arg(record)
-                        .arg(value)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(millis(ttl))
-                        .query_async::<Option<String>>(&mut conn.clone())
-                        .await
-                }
-            })
-            .await;
-        let stored = results.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
-        let failed = self.failures(&results);
-        if failed.len() > self.masters.len() - self.quorum {
-            return Err(self.no_quorum(&failed));
-        }
-        Ok(stored >= self.quorum)
+        Ok(self.set_record(key, value, ttl, true).await? >= self.quorum)
     }
 
     async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        let record = keys::record_key(&self.prefix, key, false);
-        let results = self
-            .on_all(NODE_TIMEOUT, |conn| {
-                let (record, value) = (record.clone(), value.to_string());
-                async move {
-                    redis::cmd("SET")
-                        .arg(record)
-                        .arg(value)
-                        .arg("PX")
-                        .arg(millis(ttl))
-                        .query_async::<()>(&mut conn.clone())
-                        .await
-                }
-            })
-            .await;
-        let failed = self.failures(&results);
-        if failed.len() > self.masters.len() - self.quorum {
-            return Err(self.no_quorum(&failed));
-        }
-        Ok(())
+        self.set_record(key, value, ttl, false).await.map(|_| ())
     }
 
     /// Each record's value as a majority of masters holds it (else the
