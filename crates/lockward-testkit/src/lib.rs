@@ -12,12 +12,14 @@ mod port;
 pub mod postgres;
 mod process;
 pub mod redis;
+pub mod zookeeper;
 
 pub use etcd::EtcdCluster;
 pub use port::free_port;
 pub use postgres::PostgresServer;
 pub use process::ServerProcess;
 pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};
+pub use zookeeper::ZookeeperEnsemble;
 
 /// The script that installs every server binary the tests use.
 pub const INSTALL_SCRIPT: &str = "scripts/install-test-deps.sh";

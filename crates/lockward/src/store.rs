@@ -73,6 +73,10 @@ impl Store {
             StoreUrl::Etcd(etcd) => Ok(Store::from_backend(
                 crate::backend::etcd::EtcdBackend::connect(etcd).await?,
             )),
+            #[cfg(feature = "zookeeper")]
+            StoreUrl::Zookeeper(zk) => Ok(Store::from_backend(
+                crate::backend::zookeeper::ZookeeperBackend::connect(zk).await?,
+            )),
             #[cfg(feature = "postgres")]
             StoreUrl::Postgres(pg) => Ok(Store::from_shared(
                 crate::backend::postgres::connect(pg).await?,

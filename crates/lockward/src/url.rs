@@ -8,6 +8,7 @@
 //! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]`, `rediss+cluster://` | a Redis Cluster |
 //! | `redlock://[user:pass@]h1:port,h2:port,h3:port[?prefix=…]` | N independent Redis masters |
 //! | `etcd://[user:pass@]h1:2379,h2:2379[?prefix=…]`, `etcds://…?ca=PATH` | an etcd v3 cluster |
+//! | `zk://[user:pass@]h1:2181,h2:2181[/chroot][?session_timeout=30s]` | a ZooKeeper ensemble |
 //! | `postgres://user[:pass]@host:port/db[?table=…&mode=lease\|advisory]` | PostgreSQL |
 //!
 //! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
@@ -105,8 +106,33 @@ pub enum StoreUrl {
     Redlock(RedlockUrl),
     /// `etcd://` or `etcds://`: an etcd v3 cluster.
     Etcd(EtcdUrl),
+    /// `zk://`: a ZooKeeper ensemble.
+    Zookeeper(ZookeeperUrl),
     /// `postgres://` (or `postgresql://`): PostgreSQL.
     Postgres(PostgresUrl),
+}
+
+/// The session timeout a `zk://` store asks for unless `session_timeout=`
+/// says otherwise: as long as the default lock TTL, so a lock taken with
+/// default options fits in its session.
+pub const DEFAULT_ZK_SESSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The parts of a `zk://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZookeeperUrl {
+    /// The ensemble's client endpoints.
+    pub endpoints: Vec<Endpoint>,
+    /// The node under which lockward keeps everything (`/` when the URL has
+    /// no path); locks live in `CHROOT/lockward/NAME`.
+    pub chroot: String,
+    /// User for digest authentication.
+    pub user: Option<String>,
+    /// Password for digest authentication.
+    pub password: Option<Secret>,
+    /// The session timeout to ask for (`session_timeout=`); the server may
+    /// grant a shorter one, within its `minSessionTimeout..maxSessionTimeout`.
+    /// A lock's TTL cannot exceed the granted timeout.
+    pub session_timeout: std::time::Duration,
 }
 
 /// How the PostgreSQL backend holds a lock.
@@ -327,6 +353,38 @@ impl StoreUrl {
                     ca: parts.param("ca").map(PathBuf::from),
                 }))
             }
+            "zk" => {
+                parts.expect_nothing_but(&["session_timeout"])?;
+                if parts.user.is_some() != parts.password.is_some() {
+                    return Err(url_error(
+                        "ZooKeeper digest authentication needs both a user and a password",
+                    ));
+                }
+                let chroot = percent_decode(parts.path.trim_end_matches('/'))?;
+                if chroot.split('/').skip(1).any(|s| s.is_empty() || s == "." || s == "..") {
+                    return Err(url_error(format!(
+                        "the chroot {chroot:?} has an empty, '.' or '..' segment"
+                    )));
+                }
+                let session_timeout = match parts.param("session_timeout") {
+                    None => DEFAULT_ZK_SESSION_TIMEOUT,
+                    Some(text) => crate::duration::parse(text).map_err(|_| {
+                        url_error(format!(
+                            "session_timeout {text:?} is not a duration such as 10s or 1500ms"
+                        ))
+                    })?,
+                };
+                if session_timeout < std::time::Duration::from_millis(100) {
+                    return Err(url_error("session_timeout must be at least 100ms"));
+                }
+                Ok(StoreUrl::Zookeeper(ZookeeperUrl {
+                    endpoints: parts.endpoints(2181)?,
+                    chroot: if chroot.is_empty() { "/".into() } else { chroot },
+                    user: parts.user.clone(),
+                    password: parts.password.clone(),
+                    session_timeout,
+                }))
+            }
             "postgres" | "postgresql" => {
                 parts.expect_nothing_but(&["table", "mode", "sslmode", "ca"])?;
                 let tls = match parts.param("sslmode").unwrap_or("disable") {
@@ -412,6 +470,7 @@ impl StoreUrl {
             StoreUrl::Redlock(_) => "redlock",
             StoreUrl::Etcd(e) if e.tls => "etcds",
             StoreUrl::Etcd(_) => "etcd",
+            StoreUrl::Zookeeper(_) => "zk",
             StoreUrl::Postgres(_) => "postgres",
         }
     }
@@ -463,6 +522,19 @@ impl fmt::Display for StoreUrl {
                 }
                 if !params.is_empty() {
                     write!(f, "?{}", params.join("&"))?;
+                }
+                Ok(())
+            }
+            StoreUrl::Zookeeper(z) => {
+                f.write_str("zk://")?;
+                write_auth(f, &z.user, &z.password)?;
+                let hosts: Vec<String> = z.endpoints.iter().map(Endpoint::to_string).collect();
+                write!(f, "{}", hosts.join(","))?;
+                if z.chroot != "/" {
+                    f.write_str(&z.chroot)?;
+                }
+                if z.session_timeout != DEFAULT_ZK_SESSION_TIMEOUT {
+                    write!(f, "?session_timeout={}ms", z.session_timeout.as_millis())?;
                 }
                 Ok(())
             }
@@ -849,10 +921,36 @@ mod tests {
             let err = StoreUrl::parse(url).unwrap_err().to_string();
             assert!(err.contains(needle), "{url}: {err}");
         }
-        assert!(matches!(
-            StoreUrl::parse("zk://h:2181"),
-            Err(Error::Unsupported { .. })
-        ));
+        for (url, needle) in [
+            ("zk://", "at least one host"),
+            ("zk://u@h", "both a user and a password"),
+            ("zk://h/a//b", "segment"),
+            ("zk://h/a/..", "segment"),
+            ("zk://h?session_timeout=soon", "session_timeout"),
+            ("zk://h?session_timeout=5ms", "at least 100ms"),
+            ("zk://h?prefix=x", "unknown parameter"),
+        ] {
+            let err = StoreUrl::parse(url).unwrap_err().to_string();
+            assert!(err.contains(needle), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn zookeeper_urls() {
+        let url = StoreUrl::parse("zk://app:pw@a:2181,b/svc/locks/?session_timeout=5s").unwrap();
+        let StoreUrl::Zookeeper(z) = &url else {
+            panic!("{url:?}")
+        };
+        assert_eq!(z.endpoints.len(), 2);
+        assert_eq!(z.endpoints[1].port, 2181);
+        assert_eq!(z.chroot, "/svc/locks");
+        assert_eq!(z.session_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(
+            url.to_string(),
+            "zk://app:***@a:2181,b:2181/svc/locks?session_timeout=5000ms"
+        );
+        let plain = StoreUrl::parse("zk://h").unwrap();
+        assert_eq!(plain.to_string(), "zk://h:2181");
     }
 
     #[test]

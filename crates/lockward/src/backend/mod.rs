@@ -25,6 +25,8 @@ pub mod redis;
 pub mod redlock;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "zookeeper")]
+pub mod zookeeper;
 
 /// What a backend guarantees and how it behaves. Code and docs read these;
 /// the conformance suite checks every claim.

@@ -18,3 +18,5 @@ mod redis_cluster;
 mod redlock;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "zookeeper")]
+mod zookeeper;

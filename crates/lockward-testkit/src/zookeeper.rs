@@ -1,0 +1,276 @@
+//! ZooKeeper on free loopback ports: a standalone server, or a 3-node
+//! ensemble, with a 100 ms tick so session-expiry tests take about a
+//! second. Ready when `srvr` reports a `Mode:` line (a server that answers
+//! `ruok` may still have no quorum).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::{free_port, require_binary, ServerProcess};
+
+/// Where Debian's `zookeeper` package puts the server's jar.
+const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// Logging for the server (SLF4J to stderr, warnings only).
+const SLF4J_JAR: &str = "/usr/share/java/slf4j-simple.jar";
+
+/// One node's ports and process.
+struct Node {
+    client_port: u16,
+    quorum_port: u16,
+    election_port: u16,
+    process: Option<ServerProcess>,
+}
+
+/// A running ZooKeeper (one node or three), killed when dropped.
+pub struct ZookeeperEnsemble {
+    dir: tempfile::TempDir,
+    nodes: Vec<Node>,
+}
+
+impl ZookeeperEnsemble {
+    /// A standalone server.
+    pub fn start_single() -> ZookeeperEnsemble {
+        ZookeeperEnsemble::start(1)
+    }
+
+    /// A 3-node ensemble.
+    pub fn start_three() -> ZookeeperEnsemble {
+        ZookeeperEnsemble::start(3)
+    }
+
+    fn start(n: usize) -> ZookeeperEnsemble {
+        require_binary("java");
+        assert!(
+            std::path::Path::new(ZOOKEEPER_JAR).is_file(),
+            "ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing); run {}",
+            crate::INSTALL_SCRIPT
+        );
+        let dir = tempfile::tempdir().expect("temp dir for ZooKeeper");
+        let nodes = (0..n)
+            .map(|_| Node {
+                client_port: free_port(),
+                quorum_port: free_port(),
+                election_port: free_port(),
+                process: None,
+            })
+            .collect();
+        let mut ensemble = ZookeeperEnsemble { dir, nodes };
+        for i in 0..n {
+            ensemble.write_config(i);
+            ensemble.launch(i);
+        }
+        ensemble.wait_ready();
+        ensemble
+    }
+
+    fn node_dir(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("node{i}"))
+    }
+
+    fn write_config(&self, i: usize) {
+        let dir = self.node_dir(i);
+        std::fs::create_dir_all(dir.join("data")).expect("ZooKeeper data dir");
+        let node = &self.nodes[i];
+        // tickTime 100 ms: sessions may be as short as 200 ms; the longest
+        // is raised to a minute so that tests can also ask for long TTLs.
+        let mut cfg = format!(
+            "tickTime=100\n\
+             initLimit=50\n\
+             syncLimit=10\n\
+             dataDir={}\n\
+             clientPort={}\n\
+             clientPortAddress=127.0.0.1\n\
+             minSessionTimeout=200\n\
+             maxSessionTimeout=60000\n\
+             maxClientCnxns=0\n\
+             4lw.commands.whitelist=*\n\
+             admin.enableServer=false\n\
+             znode.container.checkIntervalMs=1000\n",
+            dir.join("data").display(),
+            node.client_port
+        );
+        if self.nodes.len() > 1 {
+            std::fs::write(dir.join("data/myid"), format!("{}\n", i + 1)).expect("myid");
+            for (j, n) in self.nodes.iter().enumerate() {
+                cfg.push_str(&format!(
+                    "server.{}=127.0.0.1:{}:{}\n",
+                    j + 1,
+                    n.quorum_port,
+                    n.election_port
+                ));
+            }
+        }
+        std::fs::write(dir.join("zoo.cfg"), cfg).expect("zoo.cfg");
+    }
+
+    fn launch(&mut self, i: usize) {
+        let dir = self.node_dir(i);
+        let mut cmd = Command::new("java");
+        cmd.arg("-Xmx256m")
+            .arg("-XX:+UseSerialGC")
+            .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+            .arg("-Dzookeeper.admin.enableServer=false")
+            .arg("-cp")
+            .arg(format!("{ZOOKEEPER_JAR}:{SLF4J_JAR}"))
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(dir.join("zoo.cfg"));
+        let log = dir.join("server.log");
+        self.nodes[i].process = Some(ServerProcess::spawn("zookeeper", cmd, &log).expect("spawn"));
+    }
+
+    fn wait_ready(&self) {
+        let until = Instant::now() + Duration::from_secs(60);
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.process.is_none() {
+                continue;
+            }
+            while !four_letter(node.client_port, "srvr").contains("Mode:") {
+                assert!(
+                    Instant::now() < until,
+                    "ZooKeeper node {i} never served; log:\n{}",
+                    self.log(i)
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// `zk://h1,h2,…` for lockward.
+    pub fn url(&self) -> String {
+        format!("zk://{}", self.endpoints().join(","))
+    }
+
+    /// `127.0.0.1:port` of every node.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.client_port))
+            .collect()
+    }
+
+    /// Sends a four-letter command (`srvr`, `wchc`, `cons`, …) to node `i`
+    /// and returns its answer ("" when the node does not answer).
+    pub fn four_letter(&self, i: usize, command: &str) -> String {
+        four_letter(self.nodes[i].client_port, command)
+    }
+
+    /// Index of the current leader (a standalone server leads itself).
+    pub fn leader(&self) -> Option<usize> {
+        (0..self.nodes.len()).find(|&i| {
+            self.nodes[i].process.is_some() && {
+                let mode = self.four_letter(i, "srvr");
+                mode.contains("Mode: leader") || mode.contains("Mode: standalone")
+            }
+        })
+    }
+
+    /// kill -9 node `i`.
+    pub fn kill9(&mut self, i: usize) {
+        if let Some(mut p) = self.nodes[i].process.take() {
+            p.kill();
+        }
+    }
+
+    /// Restarts node `i` with its data and waits until it serves.
+    pub fn restart(&mut self, i: usize) {
+        self.kill9(i);
+        self.launch(i);
+        self.wait_ready();
+    }
+
+    /// SIGSTOP / SIGCONT node `i`.
+    pub fn pause(&self, i: usize, paused: bool) {
+        if let Some(p) = &self.nodes[i].process {
+            p.signal(if paused { libc::SIGSTOP } else { libc::SIGCONT });
+        }
+    }
+
+    /// Node `i`'s log so far.
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.node_dir(i).join("server.log")).unwrap_or_default()
+    }
+
+    /// The number of watches node `i` holds, from `wchs` ("… Total
+    /// watches:N").
+    pub fn watch_count(&self, i: usize) -> Option<usize> {
+        self.four_letter(i, "wchs")
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Total watches:"))
+            .and_then(|n| n.trim().parse().ok())
+    }
+}
+
+/// One four-letter command over a fresh connection.
+fn four_letter(port: u16, command: &str) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(command.as_bytes()).is_err() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// The classpath for a Java program that uses Curator's recipes, from
+/// Debian's `libcurator-recipes-java` and its dependencies.
+pub fn curator_classpath() -> String {
+    let jars = [
+        "curator-recipes",
+        "curator-framework",
+        "curator-client",
+        "zookeeper",
+        "zookeeper-jute",
+        "guava",
+        "slf4j-api",
+        "slf4j-nop",
+        "netty-handler",
+        "netty-transport",
+        "netty-common",
+        "netty-buffer",
+        "netty-codec",
+        "netty-resolver",
+        "netty-transport-native-epoll",
+        "netty-transport-native-unix-common",
+    ];
+    let paths: Vec<String> = jars
+        .iter()
+        .map(|j| format!("/usr/share/java/{j}.jar"))
+        .collect();
+    for p in &paths[..3] {
+        assert!(
+            std::path::Path::new(p).is_file(),
+            "Curator is not installed ({p} is missing); run {}",
+            crate::INSTALL_SCRIPT
+        );
+    }
+    paths.join(":")
+}
+
+/// Compiles `source` (a Java class named `class`) with `javac` against
+/// Curator's jars into `dir`; returns the classpath to run it with.
+pub fn compile_curator_program(dir: &std::path::Path, class: &str, source: &str) -> String {
+    require_binary("javac");
+    let file = dir.join(format!("{class}.java"));
+    std::fs::write(&file, source).expect("write the Java source");
+    let classpath = curator_classpath();
+    let out = Command::new("javac")
+        .arg("-cp")
+        .arg(&classpath)
+        .arg("-d")
+        .arg(dir)
+        .arg(&file)
+        .output()
+        .expect("run javac");
+    assert!(
+        out.status.success(),
+        "javac failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!("{}:{classpath}", dir.display())
+}
