@@ -87,8 +87,7 @@ impl ZookeeperEnsemble {
              maxSessionTimeout=60000\n\
              maxClientCnxns=0\n\
              4lw.commands.whitelist=*\n\
-             admin.enableServer=false\n\
-             znode.container.checkIntervalMs=1000\n",
+             admin.enableServer=false\n",
             dir.join("data").display(),
             node.client_port
         );
@@ -113,6 +112,8 @@ impl ZookeeperEnsemble {
             .arg("-XX:+UseSerialGC")
             .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
             .arg("-Dzookeeper.admin.enableServer=false")
+            // Empty container nodes are removed within a second.
+            .arg("-Dznode.container.checkIntervalMs=1000")
             .arg("-cp")
             .arg(format!("{ZOOKEEPER_JAR}:{SLF4J_JAR}"))
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")

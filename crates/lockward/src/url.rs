@@ -361,7 +361,11 @@ impl StoreUrl {
                     ));
                 }
                 let chroot = percent_decode(parts.path.trim_end_matches('/'))?;
-                if chroot.split('/').skip(1).any(|s| s.is_empty() || s == "." || s == "..") {
+                if chroot
+                    .split('/')
+                    .skip(1)
+                    .any(|s| s.is_empty() || s == "." || s == "..")
+                {
                     return Err(url_error(format!(
                         "the chroot {chroot:?} has an empty, '.' or '..' segment"
                     )));
@@ -379,7 +383,11 @@ impl StoreUrl {
                 }
                 Ok(StoreUrl::Zookeeper(ZookeeperUrl {
                     endpoints: parts.endpoints(2181)?,
-                    chroot: if chroot.is_empty() { "/".into() } else { chroot },
+                    chroot: if chroot.is_empty() {
+                        "/".into()
+                    } else {
+                        chroot
+                    },
                     user: parts.user.clone(),
                     password: parts.password.clone(),
                     session_timeout,

@@ -218,11 +218,12 @@ impl ZookeeperBackend {
     /// Creates `path` and its missing parents as container nodes.
     async fn make_parents(&self, path: &str) -> Result<()> {
         let opts = self.options(CreateMode::Container);
-        match self.ask(true, |c| {
-            let opts = opts.clone();
-            async move { c.mkdir(path, &opts).await }
-        })
-        .await?
+        match self
+            .ask(true, |c| {
+                let opts = opts.clone();
+                async move { c.mkdir(path, &opts).await }
+            })
+            .await?
         {
             Ok(()) | Err(zk::Error::NodeExists) => Ok(()),
             Err(e) => Err(self.fail(e)),
@@ -323,7 +324,10 @@ impl ZookeeperBackend {
 
     /// The contender just before ours, or `None` when ours is first.
     /// `Err(Gone)` is reported as `Ok(Err(()))`: our node no longer exists.
-    async fn predecessor(&self, contender: &Contender<'_>) -> Result<std::result::Result<Option<String>, ()>> {
+    async fn predecessor(
+        &self,
+        contender: &Contender<'_>,
+    ) -> Result<std::result::Result<Option<String>, ()>> {
         let line = paths::in_line(self.children(&contender.lock).await?.unwrap_or_default());
         Ok(match line.iter().position(|c| *c == contender.node) {
             None => Err(()),
@@ -388,7 +392,8 @@ impl ZookeeperBackend {
     /// through disconnections: a node left behind would block its line
     /// for as long as our session lives.
     fn abandon(&self, path: String) {
-        self.runtime.spawn(delete_until_gone(self.session.clone(), path));
+        self.runtime
+            .spawn(delete_until_gone(self.session.clone(), path));
     }
 
     /// Forgets a lock; deletes its node when it is still ours.

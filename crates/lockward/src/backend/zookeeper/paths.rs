@@ -153,7 +153,14 @@ mod tests {
             contender_name("a", 10),
             "x__lock__0000000003".into(),
         ]);
-        assert_eq!(line, vec!["x__lock__0000000003", "_c_b-lock-0000000009", "_c_a-lock-0000000010"]);
+        assert_eq!(
+            line,
+            vec![
+                "x__lock__0000000003",
+                "_c_b-lock-0000000009",
+                "_c_a-lock-0000000010"
+            ]
+        );
         assert_eq!(root("/app/"), "/app/lockward");
     }
 

@@ -97,18 +97,17 @@ async fn open(url: &ZookeeperUrl, address: &str, epoch: &Arc<AtomicU64>) -> Resu
         let credentials = format!("{user}:{}", password.expose());
         connector = connector.with_auth("digest", credentials.as_bytes());
     }
-    let client = match tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(&hosts.join(",")))
-        .await
-    {
-        Ok(Ok(client)) => client,
-        Ok(Err(e)) => return Err(unavailable(address, &e)),
-        Err(_) => {
-            return Err(Error::Unavailable {
-                address: address.to_string(),
-                message: format!("no session within {CONNECT_TIMEOUT:?}"),
-            })
-        }
-    };
+    let client =
+        match tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(&hosts.join(","))).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => return Err(unavailable(address, &e)),
+            Err(_) => {
+                return Err(Error::Unavailable {
+                    address: address.to_string(),
+                    message: format!("no session within {CONNECT_TIMEOUT:?}"),
+                })
+            }
+        };
     epoch.fetch_add(1, Ordering::SeqCst);
     let mut states = client.state_watcher();
     let epoch = epoch.clone();

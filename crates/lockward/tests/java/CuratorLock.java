@@ -1,0 +1,38 @@
+// A Curator InterProcessMutex driven over stdin, for the interoperability
+// test: "acquire", "try MS", "release"; answers ACQUIRED, BUSY, RELEASED.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.RetryOneTime;
+
+public class CuratorLock {
+    public static void main(String[] args) throws Exception {
+        CuratorFramework client =
+            CuratorFrameworkFactory.newClient(args[0], 10000, 5000, new RetryOneTime(100));
+        client.start();
+        client.blockUntilConnected();
+        InterProcessMutex mutex = new InterProcessMutex(client, args[1]);
+        System.out.println("READY");
+        System.out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.equals("acquire")) {
+                mutex.acquire();
+                System.out.println("ACQUIRED");
+            } else if (line.startsWith("try ")) {
+                boolean got = mutex.acquire(Long.parseLong(line.substring(4)), TimeUnit.MILLISECONDS);
+                System.out.println(got ? "ACQUIRED" : "BUSY");
+            } else if (line.equals("release")) {
+                mutex.release();
+                System.out.println("RELEASED");
+            }
+            System.out.flush();
+        }
+        client.close();
+    }
+}
