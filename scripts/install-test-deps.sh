@@ -7,15 +7,21 @@
 #   protobuf-compiler, libprotobuf-dev
 #                              protoc and its well-known types, to build etcd-client
 #   postgresql                 the PostgreSQL backend's tests (initdb, postgres)
+#   zookeeper, default-jdk-headless
+#                              the ZooKeeper backend's tests (the server runs on java)
+#   libcurator-recipes-java    Curator's InterProcessMutex, for the interoperability test (javac)
+#   faketime                   clock skew in the chaos harness (libfaketime)
 set -euo pipefail
 
-packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev postgresql)
-commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc)
-files=(/usr/include/google/protobuf/descriptor.proto)
-# Debian keeps the PostgreSQL server binaries off the PATH.
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(initdb)
+packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev
+  postgresql zookeeper default-jdk-headless libcurator-recipes-java faketime)
+commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc java javac faketime)
+files=(/usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar
+  /usr/share/java/curator-recipes.jar /usr/share/java/slf4j-simple.jar)
 
 missing=()
+# Debian keeps the PostgreSQL server binaries off the PATH.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(initdb)
 for c in "${commands[@]}"; do
   command -v "$c" >/dev/null 2>&1 || missing+=("$c")
 done
@@ -38,6 +44,6 @@ $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
 # The packages start system services we do not use: tests start their own
 # servers on free loopback ports.
-for service in redis-server etcd postgresql; do
+for service in redis-server etcd postgresql zookeeper; do
   $sudo service "$service" stop >/dev/null 2>&1 || true
 done

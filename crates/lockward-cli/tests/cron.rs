@@ -19,7 +19,9 @@ fn cron_on(store: &str) {
     let mut instances: Vec<Child> = (0..INSTANCES)
         .map(|_| {
             Command::new(lockward())
-                .args(["--store", store, "cron", "tick", "* * * * * *", "--"])
+                // At most 20 s: within a ZooKeeper session (30 s by default).
+                .args(["--store", store, "cron", "tick", "* * * * * *"])
+                .args(["--lock-at-most", "20s", "--"])
                 .args([
                     "sh",
                     "-c",
@@ -117,6 +119,10 @@ fn cron_runs_each_fire_time_once_on_every_store() {
     let etcd = lockward_testkit::EtcdCluster::start_single();
     #[cfg(feature = "etcd")]
     stores.push(etcd.url());
+    #[cfg(feature = "zookeeper")]
+    let zk = lockward_testkit::ZookeeperEnsemble::start_single();
+    #[cfg(feature = "zookeeper")]
+    stores.push(zk.url());
     #[cfg(feature = "postgres")]
     let pg = lockward_testkit::PostgresServer::start();
     #[cfg(feature = "postgres")]

@@ -121,6 +121,13 @@ fn etcd_cross_process() {
     run_cross_process(&etcd.url());
 }
 
+#[cfg(feature = "zookeeper")]
+#[test]
+fn zookeeper_cross_process() {
+    let zk = lockward_testkit::ZookeeperEnsemble::start_single();
+    run_cross_process(&zk.url());
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_cross_process_both_modes() {

@@ -142,6 +142,13 @@ fn elect_on_etcd() {
     failover_and_handover(&etcd.url(), Duration::from_millis(1_500));
 }
 
+#[cfg(feature = "zookeeper")]
+#[test]
+fn elect_on_zookeeper() {
+    let zk = lockward_testkit::ZookeeperEnsemble::start_single();
+    failover_and_handover(&format!("{}?session_timeout=1s", zk.url()), Duration::ZERO);
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn elect_on_postgres() {

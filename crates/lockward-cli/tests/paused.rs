@@ -32,7 +32,9 @@ fn paused_holder_loses_to_a_larger_fence(store_url: &str) {
         .unwrap();
     unsafe { libc::kill(first.id() as i32, libc::SIGSTOP) };
     let second = Command::new(lockward())
-        .args(["--store", store_url, "run", "paused", "--wait", "5s", "--"])
+        .args(["--store", store_url, "run", "paused", "--wait", "5s"])
+        // Within the shortest session a test gives ZooKeeper.
+        .args(["--ttl", "1s", "--"])
         .args(["sh", "-c", r#"echo "$LOCKWARD_FENCE" > "$1/second""#, "sh"])
         .arg(d)
         .output()
@@ -90,6 +92,14 @@ fn redlock_paused_holder() {
 fn etcd_paused_holder() {
     let etcd = lockward_testkit::EtcdCluster::start_single();
     paused_holder_loses_to_a_larger_fence(&etcd.url());
+}
+
+/// The stopped holder's session (1 s) expires: the server deletes its node.
+#[cfg(feature = "zookeeper")]
+#[test]
+fn zookeeper_paused_holder() {
+    let zk = lockward_testkit::ZookeeperEnsemble::start_single();
+    paused_holder_loses_to_a_larger_fence(&format!("{}?session_timeout=1s", zk.url()));
 }
 
 #[cfg(feature = "postgres")]

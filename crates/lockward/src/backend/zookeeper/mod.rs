@@ -212,7 +212,7 @@ impl ZookeeperBackend {
     }
 
     fn options(&self, mode: CreateMode) -> CreateOptions<'static> {
-        mode.with_acls(self.acls.clone())
+        mode.with_acls(self.acls)
     }
 
     /// Creates `path` and its missing parents as container nodes.

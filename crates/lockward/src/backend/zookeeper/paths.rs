@@ -131,9 +131,9 @@ mod tests {
 
     #[test]
     fn curator_layout() {
-        let root = root("/");
-        assert_eq!(root, "/lockward");
-        let lock = lock_path(&root, &Name::new("orders").unwrap());
+        let lockward = root("/");
+        assert_eq!(lockward, "/lockward");
+        let lock = lock_path(&lockward, &Name::new("orders").unwrap());
         assert_eq!(lock, "/lockward/orders");
         let uuid = "5b1c0f5e-0d0c-4a43-9d5b-1e2f3a4b5c6d";
         assert_eq!(
