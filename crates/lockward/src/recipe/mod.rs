@@ -3,5 +3,9 @@
 #[cfg(feature = "cron")]
 pub mod cron;
 pub mod election;
+pub mod idempotency;
+pub mod semaphore;
 
 pub use election::{Candidate, ElectionConfig, Leadership, Revoked};
+pub use idempotency::{Idempotency, IdempotencyError, Idempotent};
+pub use semaphore::{Permit, Semaphore};

@@ -33,7 +33,8 @@ macro_rules! conformance {
             with_lock_cancels_work, inspect_and_list, drop_releases, bad_input,
             paused_holder_learns_it_lost, local_waiters_in_order,
             paused_holders_write_is_refused, election_hands_over_on_resign, records,
-            paused_leader_is_revoked_and_fenced);
+            paused_leader_is_revoked_and_fenced, semaphore_limits_holders,
+            idempotency_runs_once);
     };
     (@tests $fixture:path; $($check:ident),*) => {
         $(
@@ -797,4 +798,117 @@ pub async fn paused_leader_is_revoked_and_fenced(f: &impl Fixture) {
 /// to pass while the old leader is paused.
 fn f_floor_pause() -> Duration {
     Duration::from_millis(2_500)
+}
+
+/// A semaphore of 3 permits: 12 tasks, each on its own store handle, never
+/// more than 3 inside at once; every task gets a permit in the end, and a
+/// holder that stops renewing gives its permit back after its TTL.
+pub async fn semaphore_limits_holders(f: &impl Fixture) {
+    use lockward::recipe::Semaphore;
+    let name = unique("sem");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..12 {
+        let sem = Semaphore::new(f.store().await, name.clone(), 3).unwrap();
+        let (inside, most) = (inside.clone(), most.clone());
+        tasks.push(tokio::spawn(async move {
+            let opts = short(5_000).wait(Duration::from_secs(20));
+            let permit = sem.acquire(&opts).await.expect("a permit");
+            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            inside.fetch_sub(1, Ordering::SeqCst);
+            permit.release().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 3, "{most} holders of 3 permits");
+    assert!(most >= 2, "the permits were never shared ({most})");
+
+    let sem = Semaphore::new(f.store().await, name.clone(), 3).unwrap();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(sem.try_acquire(&short(300)).await.unwrap());
+    }
+    let mut slots: Vec<u32> = held.iter().map(|p| p.slot()).collect();
+    slots.sort();
+    assert_eq!(slots, vec![0, 1, 2]);
+    assert!(matches!(
+        sem.try_acquire(&short(300)).await,
+        Err(Error::Busy { .. })
+    ));
+    // Nobody renews: the permits come back after the TTL.
+    let wait = Duration::from_millis(300).max(f.server_ttl_floor()) + Duration::from_secs(3);
+    let back = sem
+        .acquire(&short(1_000).wait(wait))
+        .await
+        .expect("an expired permit never came back");
+    let old = held.iter().find(|p| p.slot() == back.slot()).unwrap();
+    assert!(back.guard().fence() > old.guard().fence());
+    back.release().await.unwrap();
+    assert!(Semaphore::new(f.store().await, "x", 0).is_err());
+}
+
+/// An idempotency key: of 6 concurrent duplicates exactly one runs, the
+/// others are told it is in progress; later duplicates get the stored
+/// result; a failed run stores nothing and can be retried.
+pub async fn idempotency_runs_once(f: &impl Fixture) {
+    use lockward::recipe::{Idempotency, IdempotencyError, Idempotent};
+    let key = unique("order");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let keys = Idempotency::new(f.store().await);
+        let (key, runs) = (key.clone(), runs.clone());
+        tasks.push(tokio::spawn(async move {
+            keys.run(&key, || async {
+                runs.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Ok::<_, std::io::Error>("charged".to_string())
+            })
+            .await
+            .unwrap()
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(t.await.unwrap());
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "{outcomes:?}");
+    let ran = outcomes
+        .iter()
+        .filter(|o| matches!(o, Idempotent::Ran(_)))
+        .count();
+    assert_eq!(ran, 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| matches!(
+        o,
+        Idempotent::Ran(_) | Idempotent::InProgress | Idempotent::Stored(_)
+    )));
+    let keys = Idempotency::new(f.store().await);
+    let later = keys
+        .run(&key, || async {
+            Ok::<_, std::io::Error>("again".to_string())
+        })
+        .await
+        .unwrap();
+    assert_eq!(later, Idempotent::Stored("charged".into()));
+
+    let flaky = unique("flaky");
+    let failed = keys
+        .run(&flaky, || async { Err::<String, _>("card declined") })
+        .await;
+    assert!(matches!(
+        failed,
+        Err(IdempotencyError::Operation("card declined"))
+    ));
+    assert_eq!(keys.result(&flaky).await.unwrap(), None);
+    let retried = keys
+        .run(&flaky, || async { Ok::<_, &str>("charged".to_string()) })
+        .await
+        .unwrap();
+    assert_eq!(retried, Idempotent::Ran("charged".into()));
 }
