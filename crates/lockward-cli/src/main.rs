@@ -4,7 +4,9 @@ mod child;
 mod cron;
 mod elect;
 mod exit;
+mod once;
 mod run;
+mod sem;
 mod status;
 
 use std::process::ExitCode;
@@ -87,6 +89,51 @@ enum Command {
         lock_at_most: Duration,
         /// The command and its arguments, after `--`; `LOCKWARD_FIRE_TIME` holds the fire time.
         #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Run CMD while holding one of N permits of NAME: at most N runs at once across hosts.
+    #[command(after_help = exit::TABLE)]
+    Sem {
+        /// The semaphore's name.
+        name: String,
+        /// How many runs may go on at once (1 to 64).
+        #[arg(short = 'n', long = "permits")]
+        permits: u32,
+        /// Lease TTL of the permit on the store (renewed every TTL/3 while CMD runs).
+        #[arg(long, default_value = "30s", value_parser = parse_duration)]
+        ttl: Duration,
+        /// Wait at most this long for a permit (default: wait forever).
+        #[arg(long, value_parser = parse_duration, conflicts_with = "no_wait")]
+        wait: Option<Duration>,
+        /// Do not wait: exit 75 at once if every permit is held.
+        #[arg(long)]
+        no_wait: bool,
+        /// Between SIGTERM and SIGKILL when the permit is lost (default TTL/4).
+        #[arg(long, value_parser = parse_duration)]
+        grace: Option<Duration>,
+        /// The command and its arguments, after `--`; `LOCKWARD_PERMIT` holds the slot.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
+    /// Run CMD to success at most once for KEY, across all instances and all time.
+    #[command(after_help = exit::TABLE)]
+    Once {
+        /// The key (e.g. a migration's name).
+        key: String,
+        /// Show who ran KEY and when, instead of running anything.
+        #[arg(long, conflicts_with = "command")]
+        status: bool,
+        /// Lease TTL of the lock on the store (renewed every TTL/3 while CMD runs).
+        #[arg(long, default_value = "30s", value_parser = parse_duration)]
+        ttl: Duration,
+        /// Wait at most this long for a running instance (default: wait forever).
+        #[arg(long, value_parser = parse_duration)]
+        wait: Option<Duration>,
+        /// Between SIGTERM and SIGKILL when the lock is lost (default TTL/4).
+        #[arg(long, value_parser = parse_duration)]
+        grace: Option<Duration>,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, value_name = "CMD", required_unless_present = "status")]
         command: Vec<String>,
     },
     /// Show the ledger of a cron job, with missed fire times marked.
@@ -251,6 +298,52 @@ async fn dispatch(cli: Cli) -> u8 {
             tz,
             json,
         } => cron::cron_log(&store, &name, expression.as_deref(), &tz, json).await,
+        Command::Sem {
+            name,
+            permits,
+            ttl,
+            wait,
+            no_wait,
+            grace,
+            command,
+        } => {
+            sem::sem(
+                &store,
+                sem::SemArgs {
+                    name,
+                    permits,
+                    ttl,
+                    wait,
+                    no_wait,
+                    grace,
+                    command,
+                },
+            )
+            .await
+        }
+        Command::Once {
+            key, status: true, ..
+        } => once::status(&store, &key).await,
+        Command::Once {
+            key,
+            ttl,
+            wait,
+            grace,
+            command,
+            ..
+        } => {
+            once::once(
+                &store,
+                once::OnceArgs {
+                    key,
+                    ttl,
+                    wait,
+                    grace,
+                    command,
+                },
+            )
+            .await
+        }
         Command::Status { prefix, json } => status::status(&store, &prefix, json).await,
     }
 }

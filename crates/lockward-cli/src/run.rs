@@ -20,24 +20,10 @@ pub struct RunArgs {
 
 /// Takes the lock, runs CMD under it, and returns lockward's exit status.
 pub async fn run(store: &Store, args: RunArgs) -> u8 {
-    if let Err(e) = lockward::duration::check_ttl(args.ttl) {
-        eprintln!("lockward: {e}");
-        return exit::USAGE;
-    }
-    let grace = args.grace.unwrap_or(args.ttl / 4);
-    if grace.is_zero() || grace >= args.ttl / 2 {
-        eprintln!(
-            "lockward: --grace {grace:?} must be above zero and below half the TTL ({:?})",
-            args.ttl / 2
-        );
-        return exit::USAGE;
-    }
-    let mut opts = LockOptions::new()
-        .ttl(args.ttl)
-        .label(crate::holder_label());
-    if let Some(wait) = args.wait {
-        opts = opts.wait(wait);
-    }
+    let (opts, grace) = match lock_options(args.ttl, args.grace, args.wait) {
+        Ok(checked) => checked,
+        Err(status) => return status,
+    };
     let acquired = if args.no_wait {
         store.try_acquire(&args.name, &opts).await
     } else {
@@ -55,17 +41,54 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         ("LOCKWARD_FENCE", guard.fence().to_string()),
         ("LOCKWARD_STORE", store.address()),
     ];
-    let ended = run_under(&guard, &args.command, &env, grace).await;
+    run_and_release(guard, &args.command, &env, grace).await.0
+}
+
+/// The lock options for `--ttl`, `--grace` and `--wait`, and the grace
+/// period; the exit status when they do not fit together.
+pub fn lock_options(
+    ttl: Duration,
+    grace: Option<Duration>,
+    wait: Option<Duration>,
+) -> Result<(LockOptions, Duration), u8> {
+    if let Err(e) = lockward::duration::check_ttl(ttl) {
+        eprintln!("lockward: {e}");
+        return Err(exit::USAGE);
+    }
+    let grace = grace.unwrap_or(ttl / 4);
+    if grace.is_zero() || grace >= ttl / 2 {
+        eprintln!(
+            "lockward: --grace {grace:?} must be above zero and below half the TTL ({:?})",
+            ttl / 2
+        );
+        return Err(exit::USAGE);
+    }
+    let mut opts = LockOptions::new().ttl(ttl).label(crate::holder_label());
+    if let Some(wait) = wait {
+        opts = opts.wait(wait);
+    }
+    Ok((opts, grace))
+}
+
+/// Runs CMD under `guard`, releases the lock, and returns lockward's exit
+/// status and whether CMD exited by itself with status 0.
+pub async fn run_and_release(
+    guard: Guard,
+    command: &[String],
+    env: &[(&str, String)],
+    grace: Duration,
+) -> (u8, bool) {
+    let ended = run_under(&guard, command, env, grace).await;
     let released = guard.release().await;
     match ended {
         Ended::Exited(code) => {
             if let Err(e) = released {
                 eprintln!("lockward: warning: {e}");
             }
-            code
+            (code, code == 0)
         }
-        Ended::Failed(code) => code,
-        Ended::Lost => exit::LOST,
+        Ended::Failed(code) => (code, false),
+        Ended::Lost => (exit::LOST, false),
     }
 }
 

@@ -108,25 +108,8 @@ fn chrono_eq(a: &str, b: &str) -> bool {
 #[test]
 fn cron_runs_each_fire_time_once_on_every_store() {
     let dir = tempfile::tempdir().unwrap();
-    let mut stores = vec![format!("sqlite://{}", dir.path().join("l.db").display())];
-    #[cfg(feature = "redis")]
-    let redis = lockward_testkit::RedisServer::start();
-    #[cfg(feature = "redis")]
-    let masters = lockward_testkit::RedisMasters::start(3, Default::default());
-    #[cfg(feature = "redis")]
-    stores.extend([redis.url(), masters.url()]);
-    #[cfg(feature = "etcd")]
-    let etcd = lockward_testkit::EtcdCluster::start_single();
-    #[cfg(feature = "etcd")]
-    stores.push(etcd.url());
-    #[cfg(feature = "zookeeper")]
-    let zk = lockward_testkit::ZookeeperEnsemble::start_single();
-    #[cfg(feature = "zookeeper")]
-    stores.push(zk.url());
-    #[cfg(feature = "postgres")]
-    let pg = lockward_testkit::PostgresServer::start();
-    #[cfg(feature = "postgres")]
-    stores.extend([pg.url(), format!("{}?mode=advisory", pg.url())]);
+    let every = common::every_store(dir.path());
+    let stores = every.urls.clone();
     let runs: Vec<_> = stores
         .into_iter()
         .map(|s| std::thread::spawn(move || cron_on(&s)))

@@ -85,3 +85,46 @@ pub fn check_run_and_status(store_url: &str, name: &str, during: impl FnOnce(u64
     holder.kill().unwrap();
     holder.wait().unwrap();
 }
+
+/// One server of every backend this build has, and a URL for each store
+/// on them (SQLite in `dir`; PostgreSQL in both modes). The servers stop
+/// when this is dropped.
+pub struct EveryStore {
+    pub urls: Vec<String>,
+    _servers: Vec<Box<dyn std::any::Any>>,
+}
+
+pub fn every_store(dir: &Path) -> EveryStore {
+    let mut urls = vec![format!("sqlite://{}", dir.join("l.db").display())];
+    let mut servers: Vec<Box<dyn std::any::Any>> = Vec::new();
+    #[cfg(feature = "redis")]
+    {
+        let redis = lockward_testkit::RedisServer::start();
+        let masters = lockward_testkit::RedisMasters::start(3, Default::default());
+        urls.extend([redis.url(), masters.url()]);
+        servers.push(Box::new(redis));
+        servers.push(Box::new(masters));
+    }
+    #[cfg(feature = "etcd")]
+    {
+        let etcd = lockward_testkit::EtcdCluster::start_single();
+        urls.push(etcd.url());
+        servers.push(Box::new(etcd));
+    }
+    #[cfg(feature = "zookeeper")]
+    {
+        let zk = lockward_testkit::ZookeeperEnsemble::start_single();
+        urls.push(zk.url());
+        servers.push(Box::new(zk));
+    }
+    #[cfg(feature = "postgres")]
+    {
+        let pg = lockward_testkit::PostgresServer::start();
+        urls.extend([pg.url(), format!("{}?mode=advisory", pg.url())]);
+        servers.push(Box::new(pg));
+    }
+    EveryStore {
+        urls,
+        _servers: servers,
+    }
+}

@@ -64,6 +64,11 @@ impl Permit {
         &self.guard
     }
 
+    /// The permit's lock itself, to release or hand on as a guard.
+    pub fn into_guard(self) -> Guard {
+        self.guard
+    }
+
     /// Gives the permit back.
     pub async fn release(self) -> Result<()> {
         self.guard.release().await

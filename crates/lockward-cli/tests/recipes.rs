@@ -1,0 +1,152 @@
+//! `lockward sem` and `lockward once` with real processes, on every store.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use common::{every_store, lockward};
+
+/// The most lines "+" minus lines "-" seen at once in `log`, which the
+/// commands append to as they start and end.
+fn most_at_once(log: &str) -> i32 {
+    let (mut now, mut most) = (0, 0);
+    for line in log.lines() {
+        now += if line == "+" { 1 } else { -1 };
+        most = most.max(now);
+    }
+    most
+}
+
+/// 6 instances of `sem pool -n 2` started together: never more than 2 run
+/// at once, 2 do run together, and all 6 run.
+fn sem_on(store: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let script = r#"echo + >> "$1"; sleep 0.4; echo - >> "$1""#;
+    let instances: Vec<_> = (0..6)
+        .map(|_| {
+            Command::new(lockward())
+                .args([
+                    "--store", store, "sem", "pool", "-n", "2", "--ttl", "5s", "--",
+                ])
+                .args(["sh", "-c", script, "sh"])
+                .arg(&log)
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for i in instances {
+        let out = i.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{store}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        log.lines().filter(|l| *l == "+").count(),
+        6,
+        "{store}: {log}"
+    );
+    assert_eq!(most_at_once(&log), 2, "{store}: {log}");
+}
+
+fn once(store: &str, key: &str, script: &str, dir: &std::path::Path) -> std::process::Child {
+    Command::new(lockward())
+        .args(["--store", store, "once", key, "--ttl", "5s", "--"])
+        .args(["sh", "-c", script, "sh"])
+        .arg(dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn once_status(store: &str, key: &str) -> String {
+    let out: Output = Command::new(lockward())
+        .args(["--store", store, "once", "--status", key])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The seed's migration: 5 instances start together, one runs it, the
+/// others wait for it and exit 0 without running it; a later instance does
+/// not run it either. A failed run leaves the key free for a retry.
+fn once_on(store: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let migrate = r#"echo ran >> "$1/runs"; sleep 0.3"#;
+    let instances: Vec<_> = (0..5)
+        .map(|_| once(store, "migrate-7", migrate, dir.path()))
+        .collect();
+    for i in instances {
+        let out = i.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{store}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let late = once(store, "migrate-7", migrate, dir.path())
+        .wait_with_output()
+        .unwrap();
+    assert!(late.status.success());
+    assert!(String::from_utf8_lossy(&late.stderr).contains("ran already"));
+    let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap();
+    assert_eq!(
+        runs.lines().count(),
+        1,
+        "{store}: the migration ran {runs:?}"
+    );
+    assert!(
+        once_status(store, "migrate-7").contains("ran by"),
+        "{store}"
+    );
+
+    let failing = once(store, "flaky", "exit 3", dir.path())
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(failing.status.code(), Some(3), "{store}");
+    assert!(
+        once_status(store, "flaky").contains("not run yet"),
+        "{store}"
+    );
+    let retry = once(store, "flaky", "true", dir.path())
+        .wait_with_output()
+        .unwrap();
+    assert!(retry.status.success(), "{store}");
+    assert!(once_status(store, "flaky").contains("ran by"), "{store}");
+}
+
+#[test]
+fn sem_and_once_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let every = every_store(dir.path());
+    let runs: Vec<_> = every
+        .urls
+        .clone()
+        .into_iter()
+        .map(|store| {
+            std::thread::spawn(move || {
+                sem_on(&store);
+                once_on(&store);
+            })
+        })
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}
+
+#[test]
+fn sem_refuses_bad_permit_counts() {
+    for n in ["0", "65"] {
+        let out = Command::new(lockward())
+            .args(["--store", "memory://", "sem", "x", "-n", n, "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(64), "{n}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("permits"));
+    }
+}
