@@ -2,8 +2,8 @@
 
 mod common;
 
-use std::process::{Command, Output, Stdio};
 use common::{every_store, lockward};
+use std::process::{Command, Output, Stdio};
 
 /// The most lines "+" minus lines "-" seen at once in `log`, which the
 /// commands append to as they start and end.

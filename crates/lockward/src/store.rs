@@ -133,7 +133,10 @@ impl Store {
         let owner = OwnerId::random();
         let started = Instant::now();
         let req = request(&name, owner, opts);
-        match self.backend.try_acquire(&req).await? {
+        let in_flight = InFlight::new(&self.backend, &name, owner);
+        let attempt = self.backend.try_acquire(&req).await;
+        in_flight.finished();
+        match attempt? {
             Attempt::Granted { fence } => Ok(self.guard(name, owner, fence, started, opts)),
             Attempt::Held { .. } => Err(Error::Busy {
                 name: name.to_string(),
@@ -158,7 +161,10 @@ impl Store {
         let Some(_turn) = self.lines.turn(&name, deadline).await else {
             return Err(timed_out());
         };
-        match self.backend.acquire(&req, deadline).await? {
+        let in_flight = InFlight::new(&self.backend, &name, owner);
+        let grant = self.backend.acquire(&req, deadline).await;
+        in_flight.finished();
+        match grant? {
             Some(grant) => Ok(self.guard(name.clone(), owner, grant.fence, grant.started, opts)),
             None => Err(timed_out()),
         }
@@ -263,5 +269,40 @@ fn request<'a>(name: &'a Name, owner: OwnerId, opts: &'a LockOptions) -> Request
         owner,
         ttl: opts.ttl,
         label: opts.label.as_deref(),
+    }
+}
+
+/// A backend call that may grant a lock. If the caller drops it before it
+/// returns (a cancelled or timed-out wait), the request may still land on
+/// the store; this then releases the owner's lock in the background, after
+/// the request on the same connection, so a cancelled acquisition never
+/// leaves a lock behind until its TTL.
+struct InFlight {
+    cleanup: Option<(Arc<dyn Backend>, Name, OwnerId)>,
+}
+
+impl InFlight {
+    fn new(backend: &Arc<dyn Backend>, name: &Name, owner: OwnerId) -> InFlight {
+        InFlight {
+            cleanup: Some((backend.clone(), name.clone(), owner)),
+        }
+    }
+
+    /// The call returned: its outcome is known, nothing to clean up.
+    fn finished(mut self) {
+        self.cleanup = None;
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some((backend, name, owner)) = self.cleanup.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = backend.release(&name, owner).await;
+            });
+        }
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use crate::backend::{Attempt, Backend, Capabilities, Grant, Request};
+use crate::backend::{Attempt, Backend, Capabilities, Grant, Request, Versioned};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -23,6 +23,9 @@ use crate::owner::OwnerId;
 pub struct MemoryBackend {
     slots: Mutex<HashMap<Name, Slot>>,
     records: Mutex<std::collections::BTreeMap<String, (String, Instant)>>,
+    /// Versioned records: value, version, expiry. Expired entries stay, so
+    /// their version keeps counting.
+    versioned: Mutex<HashMap<String, (String, u64, Instant)>>,
 }
 
 #[derive(Debug, Default)]
@@ -288,6 +291,39 @@ impl Backend for MemoryBackend {
             .take_while(|(k, _)| k.starts_with(prefix))
             .map(|(k, (v, _))| (k.clone(), v.clone()))
             .collect())
+    }
+
+    async fn read_versioned(&self, key: &Name) -> Result<Option<Versioned>> {
+        let now = Instant::now();
+        let versioned = self.versioned.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(versioned
+            .get(key.as_str())
+            .filter(|(_, _, until)| *until > now)
+            .map(|(value, version, _)| Versioned {
+                value: value.clone(),
+                version: *version,
+            }))
+    }
+
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let now = Instant::now();
+        let mut versioned = self.versioned.lock().unwrap_or_else(|p| p.into_inner());
+        let (current, last) = match versioned.get(key.as_str()) {
+            Some((_, version, until)) if *until > now => (*version, *version),
+            Some((_, version, _)) => (0, *version),
+            None => (0, 0),
+        };
+        if current != expected {
+            return Ok(None);
+        }
+        versioned.insert(key.to_string(), (value.to_string(), last + 1, now + ttl));
+        Ok(Some(last + 1))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {

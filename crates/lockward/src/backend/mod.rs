@@ -199,6 +199,34 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Every live record whose key starts with `prefix`, sorted by key.
     async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>>;
+
+    /// The versioned record of `key` (for optimistic updates and rate
+    /// limits), unless it does not exist or its TTL passed. Versioned
+    /// records are kept apart from plain records and locks.
+    async fn read_versioned(&self, key: &Name) -> Result<Option<Versioned>>;
+
+    /// Writes the versioned record of `key` if its version is still
+    /// `expected` (0: it does not exist or expired), to live for `ttl`.
+    /// Returns the new version, or `None` when another write came first.
+    /// Versions only grow, across expiry too, so a stale `expected` never
+    /// matches a newer record.
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>>;
+}
+
+/// A versioned record: its value and the version a conditional write must
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    /// The stored value.
+    pub value: String,
+    /// Its version, above 0.
+    pub version: u64,
 }
 
 /// [`Error::NotOwner`](crate::Error::NotOwner) unless the owner-checked

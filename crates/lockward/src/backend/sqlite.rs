@@ -21,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::backend::{Attempt, Backend, Capabilities, Request};
+use crate::backend::{Attempt, Backend, Capabilities, Request, Versioned};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -43,6 +43,12 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS lockward_records (
         key        TEXT PRIMARY KEY,
         value      TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS lockward_versioned (
+        key        TEXT PRIMARY KEY,
+        value      TEXT NOT NULL,
+        version    INTEGER NOT NULL,
         expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS lockward_meta (
@@ -289,6 +295,59 @@ impl Backend for SqliteBackend {
             )?
             .execute(params![key, value, host_clock::now_ms() + ttl])
             .map(|_| ())
+        })
+        .await
+    }
+
+    async fn read_versioned(&self, key: &Name) -> Result<Option<Versioned>> {
+        let key = key.to_string();
+        self.run(move |conn| {
+            conn.prepare_cached(
+                "SELECT value, version FROM lockward_versioned WHERE key = ?1 AND expires_at > ?2",
+            )?
+            .query_row(params![key, host_clock::now_ms()], |r| {
+                Ok(Versioned {
+                    value: r.get(0)?,
+                    version: r.get::<_, i64>(1)? as u64,
+                })
+            })
+            .optional()
+        })
+        .await
+    }
+
+    /// One statement: for `expected` 0 an insert that may take over an
+    /// expired row, else an update of the live row at that version. An
+    /// expired row keeps counting its versions.
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let (key, value, ttl) = (key.to_string(), value.to_string(), millis(ttl));
+        let expected = expected as i64;
+        self.run(move |conn| {
+            let now = host_clock::now_ms();
+            let sql = if expected == 0 {
+                "INSERT INTO lockward_versioned (key, value, version, expires_at)
+                 VALUES (?1, ?2, 1, ?3)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value,
+                     version = lockward_versioned.version + 1, expires_at = excluded.expires_at
+                 WHERE lockward_versioned.expires_at <= ?5 AND ?4 = 0
+                 RETURNING version"
+            } else {
+                "UPDATE lockward_versioned SET value = ?2, version = version + 1, expires_at = ?3
+                 WHERE key = ?1 AND version = ?4 AND expires_at > ?5
+                 RETURNING version"
+            };
+            conn.prepare_cached(sql)?
+                .query_row(params![key, value, now + ttl, expected, now], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .optional()
+                .map(|v| v.map(|v| v as u64))
         })
         .await
     }

@@ -4,8 +4,12 @@
 pub mod cron;
 pub mod election;
 pub mod idempotency;
+pub mod optimistic;
+pub mod rate_limit;
 pub mod semaphore;
 
 pub use election::{Candidate, ElectionConfig, Leadership, Revoked};
 pub use idempotency::{Idempotency, IdempotencyError, Idempotent};
+pub use optimistic::{Optimistic, UpdateError, Updated};
+pub use rate_limit::{Decision, FixedWindow, Gcra};
 pub use semaphore::{Permit, Semaphore};

@@ -34,7 +34,8 @@ macro_rules! conformance {
             paused_holder_learns_it_lost, local_waiters_in_order,
             paused_holders_write_is_refused, election_hands_over_on_resign, records,
             paused_leader_is_revoked_and_fenced, semaphore_limits_holders,
-            idempotency_runs_once);
+            idempotency_runs_once, versioned_records_compare_and_set,
+            optimistic_updates_lose_nothing, rate_limits_hold);
     };
     (@tests $fixture:path; $($check:ident),*) => {
         $(
@@ -841,6 +842,16 @@ pub async fn semaphore_limits_holders(f: &impl Fixture) {
         sem.try_acquire(&short(300)).await,
         Err(Error::Busy { .. })
     ));
+    if !f.store().await.capabilities().expires {
+        // Session locks: the permits come back when their holders end.
+        drop(held);
+        let back = sem
+            .acquire(&short(1_000).wait(Duration::from_secs(5)))
+            .await
+            .expect("a dropped permit never came back");
+        back.release().await.unwrap();
+        return;
+    }
     // Nobody renews: the permits come back after the TTL.
     let wait = Duration::from_millis(300).max(f.server_ttl_floor()) + Duration::from_secs(3);
     let back = sem
@@ -911,4 +922,145 @@ pub async fn idempotency_runs_once(f: &impl Fixture) {
         .await
         .unwrap();
     assert_eq!(retried, Idempotent::Ran("charged".into()));
+}
+
+/// A versioned record: a write names the version it read; a stale version
+/// is refused, and versions only grow.
+pub async fn versioned_records_compare_and_set(f: &impl Fixture) {
+    let store = f.store().await;
+    let backend = store.backend();
+    let key = lockward::Name::new(unique("stock")).unwrap();
+    let ttl = Duration::from_secs(60);
+    assert_eq!(backend.read_versioned(&key).await.unwrap(), None);
+    let v1 = backend
+        .write_versioned(&key, 0, "5", ttl)
+        .await
+        .unwrap()
+        .expect("created");
+    assert_eq!(
+        backend.write_versioned(&key, 0, "9", ttl).await.unwrap(),
+        None,
+        "created twice"
+    );
+    let read = backend.read_versioned(&key).await.unwrap().unwrap();
+    assert_eq!((read.value.as_str(), read.version), ("5", v1));
+    let v2 = backend
+        .write_versioned(&key, v1, "4", ttl)
+        .await
+        .unwrap()
+        .expect("updated");
+    assert!(v2 > v1);
+    assert_eq!(
+        backend.write_versioned(&key, v1, "3", ttl).await.unwrap(),
+        None,
+        "stale write accepted"
+    );
+    assert_eq!(
+        backend.read_versioned(&key).await.unwrap().unwrap().value,
+        "4"
+    );
+    // A versioned record is not a plain record, nor a lock.
+    assert!(backend.records(key.as_str()).await.unwrap().is_empty());
+    assert!(store.inspect(key.as_str()).await.unwrap().is_none());
+}
+
+/// 8 tasks, each on its own store handle, add 1 to one counter 10 times
+/// with optimistic updates: nothing is lost.
+pub async fn optimistic_updates_lose_nothing(f: &impl Fixture) {
+    use lockward::recipe::Optimistic;
+    let key = unique("counter");
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let counter = Optimistic::new(f.store().await).tries(200);
+        let key = key.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut conflicts = 0;
+            for _ in 0..10 {
+                let done = counter
+                    .update(&key, |v| {
+                        let n: u64 = v.map_or(0, |v| v.parse().unwrap());
+                        Ok::<_, std::convert::Infallible>((n + 1).to_string())
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("update failed: {e}"));
+                conflicts += done.conflicts;
+            }
+            conflicts
+        }));
+    }
+    let mut conflicts = 0;
+    for t in tasks {
+        conflicts += t.await.unwrap();
+    }
+    let counter = Optimistic::new(f.store().await);
+    let last = counter.read(&key).await.unwrap().unwrap();
+    assert_eq!(
+        last.value, "80",
+        "lost updates ({conflicts} conflicts retried)"
+    );
+    let declined = counter.update(&key, |_| Err::<String, _>("sold out")).await;
+    assert!(matches!(
+        declined,
+        Err(lockward::recipe::UpdateError::Declined("sold out"))
+    ));
+    assert_eq!(
+        counter.read(&key).await.unwrap().unwrap().version,
+        last.version
+    );
+}
+
+/// 20 concurrent requests against a limit of 5 per minute: exactly 5 pass,
+/// the rest are told when to retry; GCRA lets a burst of 3 through, then
+/// spaces requests out.
+pub async fn rate_limits_hold(f: &impl Fixture) {
+    use lockward::recipe::{Decision, FixedWindow, Gcra};
+    let name = unique("api");
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let limit =
+            FixedWindow::new(f.store().await, name.clone(), 5, Duration::from_secs(60)).unwrap();
+        tasks.push(tokio::spawn(
+            async move { limit.check("user-1").await.unwrap() },
+        ));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Decision::Allowed { .. } => allowed += 1,
+            Decision::Limited { retry_after } => assert!(retry_after <= Duration::from_secs(60)),
+        }
+    }
+    assert_eq!(allowed, 5, "a limit of 5 let {allowed} through");
+    let other =
+        FixedWindow::new(f.store().await, name.clone(), 5, Duration::from_secs(60)).unwrap();
+    assert!(matches!(
+        other.check("user-2").await.unwrap(),
+        Decision::Allowed { remaining: 4 }
+    ));
+
+    let gcra = Gcra::new(
+        f.store().await,
+        unique("gcra"),
+        10,
+        Duration::from_secs(10),
+        3,
+    )
+    .unwrap();
+    let mut decisions = Vec::new();
+    for _ in 0..4 {
+        decisions.push(gcra.check("user-1").await.unwrap());
+    }
+    assert!(
+        decisions[..3]
+            .iter()
+            .all(|d| matches!(d, Decision::Allowed { .. })),
+        "{decisions:?}"
+    );
+    match decisions[3] {
+        Decision::Limited { retry_after } => {
+            assert!(retry_after <= Duration::from_secs(1), "{retry_after:?}")
+        }
+        other => panic!("the 4th request of a burst of 3 passed: {other:?}"),
+    }
+    assert!(FixedWindow::new(f.store().await, "x", 0, Duration::from_secs(1)).is_err());
 }

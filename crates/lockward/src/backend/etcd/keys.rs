@@ -56,6 +56,12 @@ pub fn record_key(prefix: &str, key: &str) -> String {
     format!("{prefix}\u{1}records/{}", escape(key))
 }
 
+/// Versioned records live under `P` + U+0001 + `versioned/`, apart from
+/// locks and plain records.
+pub fn versioned_key(prefix: &str, key: &str) -> String {
+    format!("{prefix}\u{1}versioned/{}", escape(key))
+}
+
 /// The smallest key greater than every key starting with `prefix` (etcd's
 /// range end for a prefix).
 pub fn prefix_end(prefix: &str) -> Vec<u8> {

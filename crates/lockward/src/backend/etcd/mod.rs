@@ -778,6 +778,59 @@ impl Backend for EtcdBackend {
         Ok(out)
     }
 
+    /// The version is the key's mod revision: global, so it only grows,
+    /// also when the key expired (its lease ended) and was created again.
+    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
+        let k = keys::versioned_key(&self.prefix, key.as_str());
+        let resp = self
+            .call(|mut c| {
+                let k = k.clone();
+                async move { c.get(k, None).await }
+            })
+            .await?;
+        Ok(resp.kvs().first().map(|kv| crate::backend::Versioned {
+            value: String::from_utf8_lossy(kv.value()).into_owned(),
+            version: kv.mod_revision() as u64,
+        }))
+    }
+
+    /// A transaction on the mod revision (0 for a missing key), with a
+    /// lease of the record's TTL.
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let k = keys::versioned_key(&self.prefix, key.as_str());
+        let lease = self.grant(ttl).await?;
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                k.clone(),
+                CompareOp::Equal,
+                expected as i64,
+            )])
+            .and_then([TxnOp::put(
+                k,
+                value,
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        let resp = self
+            .call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
+        if !resp.succeeded() {
+            let _ = self
+                .call(|mut c| async move { c.lease_revoke(lease).await })
+                .await;
+            return Ok(None);
+        }
+        Ok(resp.header().map(|h| h.revision() as u64))
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let range = format!("{}{}", self.prefix, keys::escape(prefix));
         let opts = GetOptions::new().with_prefix().with_keys_only();

@@ -288,6 +288,20 @@ impl Backend for AdvisoryBackend {
         conn::records::put(&self.shared, &self.table, key, value, ttl).await
     }
 
+    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
+        conn::records::read_versioned(&self.shared, &self.table, key).await
+    }
+
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        conn::records::write_versioned(&self.shared, &self.table, key, expected, value, ttl).await
+    }
+
     async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         conn::records::list(&self.shared, &self.table, prefix).await
     }

@@ -167,6 +167,12 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
              value      text NOT NULL,
              expires_at timestamptz NOT NULL
          );
+         CREATE TABLE IF NOT EXISTS {table}_versioned (
+             key        text PRIMARY KEY,
+             value      text NOT NULL,
+             version    bigint NOT NULL,
+             expires_at timestamptz NOT NULL
+         );
          COMMIT;"
     );
     client
@@ -290,6 +296,60 @@ pub mod records {
             .query(&sql, &[&key.as_str(), &value, &millis(ttl)])
             .await
             .map(|_| ())
+    }
+
+    /// The live versioned record of `key`.
+    pub async fn read_versioned(
+        shared: &Shared,
+        table: &str,
+        key: &Name,
+    ) -> Result<Option<crate::backend::Versioned>> {
+        let sql = format!(
+            "SELECT value, version FROM {table}_versioned
+             WHERE key = $1 AND expires_at > clock_timestamp()"
+        );
+        let rows = shared.query(&sql, &[&key.as_str()]).await?;
+        Ok(rows.first().map(|r| crate::backend::Versioned {
+            value: r.get(0),
+            version: r.get::<_, i64>(1) as u64,
+        }))
+    }
+
+    /// One statement: for `expected` 0 an insert that may take over an
+    /// expired row (its version keeps counting), else an update of the
+    /// live row at that version.
+    pub async fn write_versioned(
+        shared: &Shared,
+        table: &str,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let sql = if expected == 0 {
+            format!(
+                "INSERT INTO {table}_versioned AS r (key, value, version, expires_at)
+                 VALUES ($1, $2, 1, clock_timestamp() + $3::bigint * interval '1 millisecond')
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value,
+                     version = r.version + 1, expires_at = excluded.expires_at
+                 WHERE r.expires_at <= clock_timestamp() AND $4::bigint = 0
+                 RETURNING version"
+            )
+        } else {
+            format!(
+                "UPDATE {table}_versioned SET value = $2, version = version + 1,
+                     expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
+                 WHERE key = $1 AND version = $4::bigint AND expires_at > clock_timestamp()
+                 RETURNING version"
+            )
+        };
+        let rows = shared
+            .query(
+                &sql,
+                &[&key.as_str(), &value, &millis(ttl), &(expected as i64)],
+            )
+            .await?;
+        Ok(rows.first().map(|r| r.get::<_, i64>(0) as u64))
     }
 
     pub async fn list(shared: &Shared, table: &str, prefix: &str) -> Result<Vec<(String, String)>> {

@@ -197,6 +197,21 @@ impl Backend for LeaseBackend {
         conn::records::put(&self.shared, &self.sql.table, key, value, ttl).await
     }
 
+    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
+        conn::records::read_versioned(&self.shared, &self.sql.table, key).await
+    }
+
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        conn::records::write_versioned(&self.shared, &self.sql.table, key, expected, value, ttl)
+            .await
+    }
+
     async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         conn::records::list(&self.shared, &self.sql.table, prefix).await
     }

@@ -9,6 +9,7 @@
 //! | `P` + esc(N) + `:released` | pub/sub channel, published on release | — |
 //! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
 //! | `P` + esc(K) + `:record` | a recipe's record K (the cron ledger) | with the record's TTL |
+//! | `P` + esc(K) + `:versioned` | a versioned record K: a hash of version `v` and data `d` | with the record's TTL |
 //!
 //! On a Redis Cluster, esc(N) is wrapped in a hash tag, `P{esc(N)}…`, so
 //! the three keys of a name live in one slot and each script touches one
@@ -105,6 +106,11 @@ pub fn keys(prefix: &str, name: &Name, cluster: bool) -> Keys {
 /// The key of record `key`.
 pub fn record_key(prefix: &str, key: &Name, cluster: bool) -> String {
     format!("{}:record", keys(prefix, key, cluster).lock)
+}
+
+/// The key of versioned record `key`.
+pub fn versioned_key(prefix: &str, key: &Name, cluster: bool) -> String {
+    format!("{}:versioned", keys(prefix, key, cluster).lock)
 }
 
 /// The record key a SCAN found, back to the record's own key.

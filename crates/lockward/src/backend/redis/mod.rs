@@ -340,6 +340,37 @@ impl Backend for RedisBackend {
         Ok(out)
     }
 
+    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
+        let (version, value): (Option<u64>, Option<String>) = redis::cmd("HMGET")
+            .arg(keys::versioned_key(&self.prefix, key, self.cluster))
+            .arg("v")
+            .arg("d")
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        Ok(match (version, value) {
+            (Some(version), Some(value)) => Some(crate::backend::Versioned { value, version }),
+            _ => None,
+        })
+    }
+
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let mut call = self.scripts.write_versioned.prepare_invoke();
+        call.key(keys::versioned_key(&self.prefix, key, self.cluster))
+            .arg(expected)
+            .arg(value)
+            .arg(millis(ttl))
+            .arg(OwnerId::random().to_string());
+        let (version, _): (u64, bool) = self.invoke(&call).await?;
+        Ok((version > 0).then_some(version))
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
         let found = conn::scan_all(&self.conn, &pattern)

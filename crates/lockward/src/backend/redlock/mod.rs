@@ -74,6 +74,43 @@ pub struct RedlockBackend {
     release: Script,
     extend: Script,
     inspect: Script,
+    write_versioned: Script,
+}
+
+/// An acquisition attempt in flight: if it is dropped before it finishes,
+/// its keys are released on every master in the background.
+struct Abandoned {
+    conns: Vec<Conn>,
+    release: Script,
+    keys: keys::Keys,
+    owner: String,
+    armed: bool,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (conns, release, k, owner) = (
+            std::mem::take(&mut self.conns),
+            self.release.clone(),
+            self.keys.clone(),
+            std::mem::take(&mut self.owner),
+        );
+        runtime.spawn(async move {
+            for conn in conns {
+                let mut call = release.key(&k.lock);
+                call.key(&k.channel).key(&k.holder).arg(&owner);
+                let _ =
+                    tokio::time::timeout(NODE_TIMEOUT, call.invoke_async::<i64>(&mut conn.clone()))
+                        .await;
+            }
+        });
+    }
 }
 
 /// What one master said in round one.
@@ -120,6 +157,7 @@ impl RedlockBackend {
             release: Script::new(crate::backend::redis::scripts::RELEASE),
             extend: Script::new(crate::backend::redis::scripts::EXTEND),
             inspect: Script::new(crate::backend::redis::scripts::INSPECT),
+            write_versioned: Script::new(scripts::WRITE_VERSIONED),
         };
         let pings = backend
             .on_all(Duration::from_secs(2), |conn| async move {
@@ -236,6 +274,47 @@ impl RedlockBackend {
         (released, self.failures(&results))
     }
 
+    /// The read-compare-write of [`Backend::write_versioned`], made while
+    /// holding the record's write lock with `fence` until `valid_until`.
+    async fn write_under_lock(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+        fence: u64,
+        valid_until: Instant,
+    ) -> Result<Option<u64>> {
+        let current = self.read_versioned(key).await?.map_or(0, |v| v.version);
+        if current != expected {
+            return Ok(None);
+        }
+        if Instant::now() >= valid_until || fence <= current {
+            return Ok(None);
+        }
+        let k = keys::versioned_key(&self.prefix, key, false);
+        let replies = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let mut call = self.write_versioned.key(&k);
+                call.arg(fence).arg(value).arg(millis(ttl));
+                async move { call.invoke_async::<i64>(&mut conn.clone()).await }
+            })
+            .await;
+        let accepted = replies.iter().filter(|r| matches!(r, Ok(1))).count();
+        if accepted >= self.quorum {
+            return Ok(Some(fence));
+        }
+        Err(Error::Unavailable {
+            address: self.address.clone(),
+            message: format!(
+                "a versioned write of {key} reached {accepted} of {} masters, short of a \
+                 majority; its outcome is unknown: {}",
+                self.masters.len(),
+                self.failures(&replies).join("; ")
+            ),
+        })
+    }
+
     fn vote(&self, reply: std::result::Result<Vec<Value>, String>, lock_key: &str) -> Result<Vote> {
         let reply = match reply {
             Ok(r) => r,
@@ -295,6 +374,15 @@ impl Backend for RedlockBackend {
         let k = keys::keys(&self.prefix, req.name, false);
         let owner = req.owner.to_string();
         let ttl_ms = millis(req.ttl);
+        // Dropped before it returns (a cancelled wait), this attempt must not
+        // leave its keys on the masters until their TTL.
+        let mut abandoned = Abandoned {
+            conns: self.masters.iter().map(|m| m.conn.clone()).collect(),
+            release: self.release.clone(),
+            keys: k.clone(),
+            owner: owner.clone(),
+            armed: true,
+        };
 
         // Round one: take the lock and read each master's fence.
         let replies = self
@@ -348,6 +436,7 @@ impl Backend for RedlockBackend {
             .await;
             let accepted = raises.iter().filter(|r| **r == Some(1)).count();
             if accepted >= self.quorum && started.elapsed() < limit {
+                abandoned.armed = false;
                 return Ok(Attempt::Granted { fence: token });
             }
         }
@@ -355,6 +444,7 @@ impl Backend for RedlockBackend {
         // Not granted: undo what we took, everywhere (a timed-out SET may
         // still have landed).
         self.release_everywhere(req.name, &owner, timeout).await;
+        abandoned.armed = false;
         if failed.len() > self.masters.len() - self.quorum {
             return Err(self.no_quorum(&failed));
         }
@@ -543,6 +633,79 @@ impl Backend for RedlockBackend {
                 best.map(|(_, v)| (record, v))
             })
             .collect())
+    }
+
+    /// The highest version among a majority of answers: every accepted
+    /// write is on a majority and carries a larger version than the ones
+    /// before it, so any majority includes the latest.
+    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
+        let k = keys::versioned_key(&self.prefix, key, false);
+        let replies = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let mut cmd = redis::cmd("HMGET");
+                cmd.arg(&k).arg("v").arg("d");
+                async move {
+                    cmd.query_async::<(Option<u64>, Option<String>)>(&mut conn.clone())
+                        .await
+                }
+            })
+            .await;
+        let failed = self.failures(&replies);
+        if failed.len() > self.masters.len() - self.quorum {
+            return Err(self.no_quorum(&failed));
+        }
+        Ok(replies
+            .into_iter()
+            .filter_map(|r| r.ok())
+            .filter_map(|(v, d)| {
+                Some(crate::backend::Versioned {
+                    version: v?,
+                    value: d?,
+                })
+            })
+            .max_by_key(|r| r.version))
+    }
+
+    /// Independent masters cannot agree on a compare-and-set by
+    /// themselves, so writers take turns: a write takes the Redlock lock
+    /// `versioned/KEY`, reads a majority, and writes everywhere with the
+    /// lock's fence as the new version; a master refuses a version below
+    /// its own, so a writer that lost the lock while paused is refused. A
+    /// write that reached fewer than a majority has an unknown outcome and
+    /// is an error; a busy write lock is a conflict.
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let lock = Name::new(format!("versioned/{key}"))?;
+        let lock_ttl = Duration::from_secs(2);
+        let owner = OwnerId::random();
+        let started = Instant::now();
+        let req = Request {
+            name: &lock,
+            owner,
+            ttl: lock_ttl,
+            label: None,
+        };
+        let fence = match self.try_acquire(&req).await? {
+            Attempt::Granted { fence } => fence,
+            Attempt::Held { .. } => return Ok(None),
+        };
+        let outcome = self
+            .write_under_lock(
+                key,
+                expected,
+                value,
+                ttl,
+                fence,
+                started + lock_ttl - drift(lock_ttl),
+            )
+            .await;
+        let _ = self.release(&lock, owner).await;
+        outcome
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {

@@ -782,6 +782,99 @@ impl Backend for ZookeeperBackend {
         Err(self.fail(zk::Error::NoNode))
     }
 
+    /// The version is the node's data version + 1; the TTL is judged
+    /// against the node's `mtime` by this host's clock.
+    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
+        let path = paths::versioned_path(&self.root, key.as_str());
+        match self
+            .ask(true, |c| {
+                let path = path.clone();
+                async move { c.get_data(&path).await }
+            })
+            .await?
+        {
+            Ok((data, stat)) => {
+                Ok(
+                    live_record(&data, &stat, now_millis()).map(|value| {
+                        crate::backend::Versioned {
+                            value,
+                            version: stat.version as u64 + 1,
+                        }
+                    }),
+                )
+            }
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// A `setData` at the expected version, or a create for version 0 (or
+    /// a take-over of an expired node, whose version keeps counting).
+    async fn write_versioned(
+        &self,
+        key: &Name,
+        expected: u64,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
+        let path = paths::versioned_path(&self.root, key.as_str());
+        let data = record_data(value, ttl);
+        let set = |version: i32| {
+            let (path, data) = (path.clone(), data.clone());
+            self.ask(true, move |c| {
+                let (path, data) = (path.clone(), data.clone());
+                async move { c.set_data(&path, &data, Some(version)).await }
+            })
+        };
+        if expected > 0 {
+            let Ok(version) = i32::try_from(expected - 1) else {
+                return Ok(None);
+            };
+            return match set(version).await? {
+                Ok(stat) => Ok(Some(stat.version as u64 + 1)),
+                Err(zk::Error::BadVersion | zk::Error::NoNode) => Ok(None),
+                Err(e) => Err(self.fail(e)),
+            };
+        }
+        let dir = format!("{}/{}", self.root, paths::VERSIONED);
+        let opts = self.options(CreateMode::Persistent);
+        for _ in 0..3 {
+            let created = self
+                .ask(true, |c| {
+                    let (path, data, opts) = (path.clone(), data.clone(), opts.clone());
+                    async move { c.create(&path, &data, &opts).await }
+                })
+                .await?;
+            match created {
+                Ok((stat, _)) => return Ok(Some(stat.version as u64 + 1)),
+                Err(zk::Error::NoNode) => self.make_parents(&dir).await?,
+                Err(zk::Error::NodeExists) => {
+                    let found = self
+                        .ask(true, |c| {
+                            let path = path.clone();
+                            async move { c.get_data(&path).await }
+                        })
+                        .await?;
+                    let (old, stat) = match found {
+                        Ok(found) => found,
+                        Err(zk::Error::NoNode) => continue,
+                        Err(e) => return Err(self.fail(e)),
+                    };
+                    if live_record(&old, &stat, now_millis()).is_some() {
+                        return Ok(None);
+                    }
+                    return match set(stat.version).await? {
+                        Ok(stat) => Ok(Some(stat.version as u64 + 1)),
+                        Err(zk::Error::BadVersion | zk::Error::NoNode) => Ok(None),
+                        Err(e) => Err(self.fail(e)),
+                    };
+                }
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+        Err(self.fail(zk::Error::NoNode))
+    }
+
     async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         let dir = format!("{}/{}", self.root, paths::RECORDS);
         let Some(children) = self.children(&dir).await? else {

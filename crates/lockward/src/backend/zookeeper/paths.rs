@@ -22,6 +22,8 @@ use crate::name::Name;
 
 /// The node that holds every record.
 pub const RECORDS: &str = "%records";
+/// The node that holds every versioned record.
+pub const VERSIONED: &str = "%versioned";
 /// A node lockward writes to read the server's clock (its `mtime`).
 pub const CLOCK: &str = "%clock";
 
@@ -125,6 +127,11 @@ pub fn record_path(root: &str, key: &str) -> String {
     format!("{root}/{RECORDS}/{}", escape(key))
 }
 
+/// A versioned record's node.
+pub fn versioned_path(root: &str, key: &str) -> String {
+    format!("{root}/{VERSIONED}/{}", escape(key))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +183,6 @@ mod tests {
         assert_eq!(escape("orders/42"), "orders%2F42");
         assert_eq!(unescape(RECORDS), None);
         assert_eq!(unescape(CLOCK), None);
+        assert_eq!(unescape(VERSIONED), None);
     }
 }

@@ -1,0 +1,223 @@
+//! Rate limits shared by every instance: a fixed window (the seeds' `INCR`
+//! + `EXPIRE`) and GCRA, a smooth limit with bursts. Both keep one
+//! versioned record per subject and update it with a compare-and-set, so
+//! they work on every store; each answers allowed or retry-after.
+//!
+//! Windows and the GCRA schedule are timed by the calling host's clock:
+//! instances whose clocks differ by δ may let through up to δ's worth of
+//! extra requests at a window's edge.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use std::time::Duration;
+//! use lockward::recipe::{Decision, FixedWindow};
+//! let limit = FixedWindow::new(lockward::Store::memory(), "api", 2, Duration::from_secs(60))?;
+//! assert!(matches!(limit.check("user-7").await?, Decision::Allowed { remaining: 1 }));
+//! assert!(matches!(limit.check("user-7").await?, Decision::Allowed { remaining: 0 }));
+//! assert!(matches!(limit.check("user-7").await?, Decision::Limited { .. }));
+//! # Ok::<(), lockward::Error>(())
+//! # }).unwrap();
+//! ```
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+use crate::name::Name;
+use crate::store::Store;
+
+/// How many compare-and-set tries one check makes under contention.
+const TRIES: u32 = 32;
+
+/// The answer to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Let it through; `remaining` more fit in the current budget.
+    Allowed {
+        /// Requests still allowed now.
+        remaining: u64,
+    },
+    /// Refuse it; a request after `retry_after` would be allowed.
+    Limited {
+        /// How long until the next request fits.
+        retry_after: Duration,
+    },
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn check_limit(limit: u64, period: Duration) -> Result<()> {
+    if limit == 0 {
+        return Err(Error::invalid(
+            "limit",
+            "a rate limit allows at least 1 request",
+        ));
+    }
+    if period < Duration::from_millis(1) {
+        return Err(Error::invalid(
+            "period",
+            "a rate limit's period is at least 1ms",
+        ));
+    }
+    Ok(())
+}
+
+/// Applies `step` to the record of `key` with compare-and-set until a write
+/// sticks. `step` gets the stored value and returns the value to store (and
+/// for how long), or `None` to store nothing, with the decision.
+async fn cas_loop<F>(store: &Store, key: &Name, mut step: F) -> Result<Decision>
+where
+    F: FnMut(Option<&str>, u64) -> (Option<(String, Duration)>, Decision),
+{
+    let backend = store.backend();
+    for attempt in 0..TRIES {
+        if attempt > 0 {
+            let cap = (1u64 << attempt.min(6)) * 500;
+            tokio::time::sleep(Duration::from_micros(fastrand::u64(0..=cap))).await;
+        }
+        let current = backend.read_versioned(key).await?;
+        let (value, version) = match &current {
+            Some(v) => (Some(v.value.as_str()), v.version),
+            None => (None, 0),
+        };
+        let (write, decision) = step(value, now_ms());
+        let Some((next, ttl)) = write else {
+            return Ok(decision);
+        };
+        if backend
+            .write_versioned(key, version, &next, ttl.max(Duration::from_millis(1)))
+            .await?
+            .is_some()
+        {
+            return Ok(decision);
+        }
+    }
+    Err(Error::Unavailable {
+        address: store.address(),
+        message: format!("the rate limit {key} changed under each of {TRIES} tries"),
+    })
+}
+
+/// At most `limit` requests per subject in each window of `window` (aligned
+/// to the Unix epoch).
+#[derive(Debug, Clone)]
+pub struct FixedWindow {
+    store: Store,
+    name: String,
+    limit: u64,
+    window: Duration,
+}
+
+impl FixedWindow {
+    /// A limit of `limit` requests per `window`, named `name`.
+    pub fn new(
+        store: Store,
+        name: impl Into<String>,
+        limit: u64,
+        window: Duration,
+    ) -> Result<Self> {
+        check_limit(limit, window)?;
+        let name = name.into();
+        Name::new(format!("ratelimit/{name}/"))?;
+        Ok(FixedWindow {
+            store,
+            name,
+            limit,
+            window,
+        })
+    }
+
+    /// Counts one request of `subject` (a user, an IP, an API key).
+    pub async fn check(&self, subject: &str) -> Result<Decision> {
+        let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
+        let window_ms = self.window.as_millis().max(1) as u64;
+        let limit = self.limit;
+        cas_loop(&self.store, &key, |stored, now| {
+            let start = now - now % window_ms;
+            let count = stored
+                .and_then(|v| v.split_once(' '))
+                .filter(|(s, _)| s.parse() == Ok(start))
+                .and_then(|(_, c)| c.parse::<u64>().ok())
+                .unwrap_or(0);
+            let left = Duration::from_millis(start + window_ms - now);
+            if count >= limit {
+                return (None, Decision::Limited { retry_after: left });
+            }
+            (
+                Some((format!("{start} {}", count + 1), left)),
+                Decision::Allowed {
+                    remaining: limit - count - 1,
+                },
+            )
+        })
+        .await
+    }
+}
+
+/// GCRA (the generic cell rate algorithm): `limit` requests per `period`,
+/// evenly spaced, with bursts of up to `burst` requests at once.
+#[derive(Debug, Clone)]
+pub struct Gcra {
+    store: Store,
+    name: String,
+    /// Time between requests at the sustained rate, in µs.
+    interval_us: u64,
+    /// How far ahead of now the schedule may run, in µs.
+    tolerance_us: u64,
+}
+
+impl Gcra {
+    /// `limit` requests per `period`, bursts of up to `burst` (at least 1).
+    pub fn new(
+        store: Store,
+        name: impl Into<String>,
+        limit: u64,
+        period: Duration,
+        burst: u64,
+    ) -> Result<Self> {
+        check_limit(limit, period)?;
+        let name = name.into();
+        Name::new(format!("ratelimit/{name}/"))?;
+        let interval_us = (period.as_micros() as u64 / limit).max(1);
+        Ok(Gcra {
+            store,
+            name,
+            interval_us,
+            tolerance_us: interval_us * burst.max(1),
+        })
+    }
+
+    /// Counts one request of `subject`.
+    pub async fn check(&self, subject: &str) -> Result<Decision> {
+        let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
+        let (interval, tolerance) = (self.interval_us, self.tolerance_us);
+        cas_loop(&self.store, &key, |stored, now_ms| {
+            let now = now_ms * 1_000;
+            // The theoretical arrival time of the next request.
+            let tat = stored
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+                .max(now);
+            let next = tat + interval;
+            if next - now > tolerance {
+                let wait = next - now - tolerance;
+                return (
+                    None,
+                    Decision::Limited {
+                        retry_after: Duration::from_micros(wait),
+                    },
+                );
+            }
+            let remaining = (tolerance - (next - now)) / interval;
+            (
+                Some((next.to_string(), Duration::from_micros(next - now))),
+                Decision::Allowed { remaining },
+            )
+        })
+        .await
+    }
+}
