@@ -1,5 +1,5 @@
 //! Rate limits shared by every instance: a fixed window (the seeds' `INCR`
-//! + `EXPIRE`) and GCRA, a smooth limit with bursts. Both keep one
+//! and `EXPIRE`) and GCRA, a smooth limit with bursts. Both keep one
 //! versioned record per subject and update it with a compare-and-set, so
 //! they work on every store; each answers allowed or retry-after.
 //!
