@@ -2,6 +2,7 @@
 
 mod child;
 mod cron;
+mod demo;
 mod elect;
 mod exit;
 mod once;
@@ -149,6 +150,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the seeds' scenarios (payment, inventory, cron, migration, paused holder) as real processes, without and with protection.
+    #[command(
+        after_help = "Exit status: 0 when every protected variant shows no anomaly, 1 otherwise.\nWithout --store (or $LOCKWARD_STORE) it runs on a fresh embedded SQLite store."
+    )]
+    Demo {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One process of `lockward demo` (internal).
+    #[command(hide = true)]
+    DemoWorker {
+        role: String,
+        dir: std::path::PathBuf,
+        run: String,
+    },
     /// List held locks: name, holder, fence, time left, waiters.
     Status {
         /// Only locks whose name starts with PREFIX.
@@ -211,9 +228,22 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> u8 {
-    let url = cli
-        .store
-        .unwrap_or_else(|| format!("sqlite://{}", lockward::DEFAULT_SQLITE_PATH));
+    // The demo runs on a fresh embedded store unless told otherwise.
+    let scratch = match (&cli.command, &cli.store) {
+        (Command::Demo { .. }, None) => match tempfile::tempdir() {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                eprintln!("lockward: cannot make a directory for the demo's store: {e}");
+                return exit::SOFTWARE;
+            }
+        },
+        _ => None,
+    };
+    let url = match (&cli.store, &scratch) {
+        (Some(url), _) => url.clone(),
+        (None, Some(dir)) => format!("sqlite://{}", dir.path().join("locks.db").display()),
+        (None, None) => format!("sqlite://{}", lockward::DEFAULT_SQLITE_PATH),
+    };
     let store = match Store::open(&url).await {
         Ok(store) => store,
         Err(e) => {
@@ -343,6 +373,16 @@ async fn dispatch(cli: Cli) -> u8 {
                 },
             )
             .await
+        }
+        Command::Demo { json } => demo::demo(&store, &url, json).await,
+        Command::DemoWorker { role, dir, run } => {
+            match demo::worker::work(&store, &role, &dir, &run).await {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("lockward demo-worker {role}: {e}");
+                    exit::SOFTWARE
+                }
+            }
         }
         Command::Status { prefix, json } => status::status(&store, &prefix, json).await,
     }

@@ -1,0 +1,92 @@
+//! `lockward demo --json`: every protected variant shows no anomaly, and the
+//! unprotected ones show the problem, on the embedded store and on every
+//! server backend.
+
+mod common;
+
+use std::process::Command;
+
+use common::{every_store, lockward};
+
+fn demo(store: Option<&str>) -> serde_json::Value {
+    let mut cmd = Command::new(lockward());
+    if let Some(store) = store {
+        cmd.args(["--store", store]);
+    }
+    let out = cmd.args(["demo", "--json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{store:?}: not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let passed = report["passed"].as_bool().unwrap();
+    assert_eq!(out.status.success(), passed, "{report}");
+    report
+}
+
+fn check(report: &serde_json::Value) {
+    let rows = report["scenarios"].as_array().unwrap();
+    let scenarios: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(scenarios.len(), 5, "{report}");
+    for r in rows {
+        if r["protected"].as_bool().unwrap() {
+            assert_eq!(r["anomalies"].as_u64(), Some(0), "{r}");
+        }
+    }
+    let shown = rows
+        .iter()
+        .filter(|r| !r["protected"].as_bool().unwrap())
+        .filter(|r| r["anomalies"].as_u64().unwrap() > 0)
+        .count();
+    assert!(
+        shown >= 1,
+        "no unprotected variant showed the problem: {report}"
+    );
+    assert_eq!(report["passed"], true, "{report}");
+    let paused: Vec<_> = rows
+        .iter()
+        .filter(|r| r["scenario"] == "paused holder")
+        .collect();
+    assert!(
+        paused
+            .iter()
+            .all(|r| r["detail"]["stopped (state T)"] == "true"),
+        "{report}"
+    );
+}
+
+#[test]
+fn demo_on_the_embedded_store() {
+    check(&demo(None));
+}
+
+#[test]
+fn demo_on_every_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let every = every_store(dir.path());
+    let runs: Vec<_> = every
+        .urls
+        .clone()
+        .into_iter()
+        .skip(1) // SQLite: the test above
+        .map(|store| std::thread::spawn(move || check(&demo(Some(&store)))))
+        .collect();
+    for r in runs {
+        r.join().unwrap();
+    }
+}
+
+#[test]
+fn demo_refuses_a_private_store() {
+    let out = Command::new(lockward())
+        .args(["--store", "memory://", "demo"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("separate processes"));
+}
