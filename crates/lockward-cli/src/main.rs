@@ -376,7 +376,7 @@ async fn dispatch(cli: Cli) -> u8 {
         }
         Command::Demo { json } => demo::demo(&store, &url, json).await,
         Command::DemoWorker { role, dir, run } => {
-            match demo::worker::work(&store, &role, &dir, &run).await {
+            match demo::worker::work(&store, &url, &role, &dir, &run).await {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("lockward demo-worker {role}: {e}");

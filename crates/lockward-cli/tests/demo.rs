@@ -74,7 +74,21 @@ fn demo_on_every_store() {
         .clone()
         .into_iter()
         .skip(1) // SQLite: the test above
-        .map(|store| std::thread::spawn(move || check(&demo(Some(&store)))))
+        .map(|store| {
+            std::thread::spawn(move || {
+                let report = demo(Some(&store));
+                check(&report);
+                if store.starts_with("postgres") {
+                    // The database's own answer is shown beside lockward's.
+                    let rows = report["scenarios"].as_array().unwrap();
+                    let for_update = rows
+                        .iter()
+                        .find(|r| r["variant"] == "for-update")
+                        .unwrap_or_else(|| panic!("no SELECT … FOR UPDATE row: {report}"));
+                    assert_eq!(for_update["detail"]["sold"], "5", "{report}");
+                }
+            })
+        })
         .collect();
     for r in runs {
         r.join().unwrap();

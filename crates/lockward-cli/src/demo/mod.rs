@@ -3,6 +3,8 @@
 //! is counted from what the processes left behind (files, the store), never
 //! assumed.
 
+#[cfg(feature = "postgres")]
+pub mod for_update;
 pub mod worker;
 
 use std::collections::HashMap;
@@ -170,9 +172,22 @@ impl Demo {
     /// Scenario 2: five items, twenty buyers over four processes.
     async fn inventory(&self, store: &Store) -> Vec<Row> {
         let mut rows = Vec::new();
-        for (variant, protected) in [("none", false), ("optimistic", true), ("lock", true)] {
+        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+        let mut variants = vec![("none", false), ("optimistic", true), ("lock", true)];
+        #[cfg(feature = "postgres")]
+        let pg = for_update::server(&self.url);
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &pg {
+            match for_update::stock(pg, &self.run).await {
+                Ok(()) => variants.push(("for-update", true)),
+                Err(e) => eprintln!("lockward: skipping SELECT … FOR UPDATE: {e}"),
+            }
+        }
+        for (variant, protected) in variants {
             let stock = format!("demo/{}/stock", self.run);
-            if variant == "optimistic" {
+            if variant == "for-update" {
+                // Stocked in its table above.
+            } else if variant == "optimistic" {
                 let items = Optimistic::new(store.clone());
                 if let Err(e) = items.write(&stock, 0, "5").await {
                     eprintln!("lockward: cannot stock the demo's items: {e}");
@@ -203,6 +218,10 @@ impl Demo {
                     ),
                 ],
             });
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(pg) = &pg {
+            for_update::clean(pg, &self.run).await;
         }
         rows
     }

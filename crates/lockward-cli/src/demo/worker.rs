@@ -48,8 +48,15 @@ pub async fn register(dir: &Path) -> lockward::Result<SqliteRegister> {
     SqliteRegister::open(&dir.join("resources.db"), "accounts").await
 }
 
-/// Runs `role`; returns the process's exit status.
-pub async fn work(store: &Store, role: &str, dir: &Path, run: &str) -> Result<(), String> {
+/// Runs `role` on `store` (opened from `url`, which the PostgreSQL variant
+/// connects to directly).
+pub async fn work(
+    store: &Store,
+    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))] url: &str,
+    role: &str,
+    dir: &Path,
+    run: &str,
+) -> Result<(), String> {
     let at = |file: &str| -> PathBuf { dir.join(file) };
     let name = |what: &str| format!("demo/{run}/{what}");
     let e = |e: lockward::Error| e.to_string();
@@ -75,6 +82,24 @@ pub async fn work(store: &Store, role: &str, dir: &Path, run: &str) -> Result<()
             .map_err(|e| e.to_string())?;
         }
         // Inventory: five buyers per process.
+        #[cfg(feature = "postgres")]
+        "stock-for-update" => {
+            let pg = super::for_update::server(url).ok_or("the store is not plain PostgreSQL")?;
+            let buyers: Vec<_> = (0..5)
+                .map(|_| {
+                    let (pg, run, sales) = (pg.clone(), run.to_string(), at("sales-for-update"));
+                    tokio::spawn(async move {
+                        if super::for_update::buy(&pg, &run).await? {
+                            append(&sales, "sold");
+                        }
+                        Ok::<_, String>(())
+                    })
+                })
+                .collect();
+            for b in buyers {
+                b.await.map_err(|e| e.to_string())??;
+            }
+        }
         "stock-none" | "stock-lock" | "stock-optimistic" => {
             let variant = role.trim_start_matches("stock-");
             let buyers: Vec<_> = (0..5)
