@@ -131,7 +131,7 @@ async fn leader_killed_never_two_holders_and_waiters_proceed() {
             (url.clone(), inside.clone(), overlaps.clone(), done.clone());
         workers.push(tokio::spawn(async move {
             let store = Store::open(&url).await.unwrap();
-            let until = Instant::now() + Duration::from_secs(8);
+            let until = Instant::now() + Duration::from_secs(12);
             while Instant::now() < until {
                 let o = opts(2_000)
                     .renewal(Renewal::Auto)

@@ -48,8 +48,10 @@ use self::session::{unavailable, Session};
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// Pause before re-sending a request whose connection was lost.
 const RETRY_PAUSE: Duration = Duration::from_millis(20);
+/// How long a node we no longer want is retried for deletion.
+const ABANDON_LIMIT: Duration = Duration::from_secs(600);
 /// A waiter re-checks at least this often even while its watch is quiet.
-const WATCH_SAFETY_NET: Duration = Duration::from_secs(5);
+const WATCH_SAFETY_NET: Duration = Duration::from_secs(2);
 
 /// A request's answer from the server.
 type ZkResult<T> = std::result::Result<T, zk::Error>;
@@ -487,15 +489,27 @@ async fn expire(
 }
 
 /// Deletes `path`, retrying through disconnections, until it is gone or
-/// our session is (its ephemeral nodes go with it).
+/// the session that created it is (its ephemeral nodes go with it): while
+/// that session lives, the node blocks its line. Gives up only after
+/// [`ABANDON_LIMIT`] (an ensemble gone for good).
 async fn delete_until_gone(session: Arc<Session>, path: String) {
-    let give_up = Instant::now() + 2 * session.timeout() + CALL_TIMEOUT;
+    let (first, _) = session.client();
+    let owner = first.session_id();
+    drop(first);
+    let mut pause = RETRY_PAUSE;
+    let give_up = Instant::now() + ABANDON_LIMIT;
     while Instant::now() < give_up {
         let (client, _) = session.client();
+        if client.session_id() != owner || client.state().is_terminated() {
+            return;
+        }
         match tokio::time::timeout(CALL_TIMEOUT, client.delete(&path, None)).await {
             Ok(Ok(()) | Err(zk::Error::NoNode)) => return,
             Ok(Err(zk::Error::SessionExpired | zk::Error::ClientClosed)) => return,
-            Ok(Err(_)) | Err(_) => tokio::time::sleep(RETRY_PAUSE * 5).await,
+            Ok(Err(_)) | Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
         }
     }
 }
