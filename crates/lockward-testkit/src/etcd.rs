@@ -232,6 +232,14 @@ impl EtcdCluster {
         })
     }
 
+    /// The pid of member `i`, while it runs.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members[i]
+            .process
+            .as_ref()
+            .and_then(ServerProcess::pid)
+    }
+
     /// kill -9 member `i`.
     pub fn kill9(&mut self, i: usize) {
         if let Some(mut p) = self.members[i].process.take() {

@@ -22,6 +22,8 @@ pub struct PostgresServer {
     uid: u32,
     gid: u32,
     tls: bool,
+    /// fsync and synchronous commits on, as in production (slower).
+    durable: bool,
     process: Option<ServerProcess>,
 }
 
@@ -56,16 +58,25 @@ fn postgres_user() -> (u32, u32) {
 impl PostgresServer {
     /// Initialises a cluster in a temporary folder and starts it.
     pub fn start() -> PostgresServer {
-        PostgresServer::start_with(false)
+        PostgresServer::start_with(false, false)
+    }
+
+    /// The same with fsync and synchronous commits on (the defaults in
+    /// production), for crash tests: the quick settings of [`start`]
+    /// lose the last commits at a kill -9, fence sequence included.
+    ///
+    /// [`start`]: PostgresServer::start
+    pub fn start_durable() -> PostgresServer {
+        PostgresServer::start_with(false, true)
     }
 
     /// The same, also serving TLS (`ssl=on`) with a throwaway CA:
     /// `tls_url()` connects with `sslmode=require&ca=…`.
     pub fn start_tls() -> PostgresServer {
-        PostgresServer::start_with(true)
+        PostgresServer::start_with(true, false)
     }
 
-    fn start_with(tls: bool) -> PostgresServer {
+    fn start_with(tls: bool, durable: bool) -> PostgresServer {
         let bin = find_bin();
         let (uid, gid) = postgres_user();
         let dir = tempfile::tempdir().expect("temp dir for postgres");
@@ -104,6 +115,7 @@ impl PostgresServer {
             uid,
             gid,
             tls,
+            durable,
             process: None,
         };
         for _ in 0..5 {
@@ -126,14 +138,18 @@ impl PostgresServer {
                 "unix_socket_directories={}",
                 self.dir.path().display()
             ))
-            .args([
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-            ])
+            .args(if self.durable {
+                &[][..]
+            } else {
+                &[
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                ][..]
+            })
             .args(["-c", "max_connections=200"]);
         if self.tls {
             cmd.args(["-c", "ssl=on"])
@@ -216,6 +232,24 @@ impl PostgresServer {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// kill -9, then starts it again on its data (crash recovery). Retries
+    /// while the old backends still hold the shared memory.
+    pub fn restart(&mut self) {
+        self.kill9();
+        for _ in 0..20 {
+            if self.launch() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("postgres did not restart; log:\n{}", self.log());
+    }
+
+    /// The postmaster's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(ServerProcess::pid)
     }
 
     /// kill -9 the postmaster (its backends exit with it).

@@ -31,6 +31,8 @@ pub struct RedisServer {
     port: u16,
     bus_port: u16,
     process: Option<ServerProcess>,
+    /// A libfaketime spec (`+5s`, `-2s`) the server runs under, if any.
+    clock: Option<String>,
 }
 
 impl RedisServer {
@@ -52,6 +54,7 @@ impl RedisServer {
             port: 0,
             bus_port: 0,
             process: None,
+            clock: None,
         };
         for _ in 0..5 {
             server.port = free_port();
@@ -64,7 +67,15 @@ impl RedisServer {
     }
 
     fn launch(&mut self) -> bool {
-        let mut cmd = Command::new("redis-server");
+        let mut cmd = match &self.clock {
+            Some(spec) => {
+                require_binary("faketime");
+                let mut c = Command::new("faketime");
+                c.args(["-f", spec, "redis-server"]);
+                c
+            }
+            None => Command::new("redis-server"),
+        };
         cmd.current_dir(self.dir.path());
         if self.options.tls {
             let d = self.dir.path();
@@ -213,6 +224,14 @@ impl RedisServer {
             "redis-server did not restart; log:\n{}",
             self.log()
         );
+    }
+
+    /// kill -9, then starts it again with its clock shifted by `spec`
+    /// (libfaketime's `+5s`, `-2s`; `None` for the host's clock): a clock
+    /// jump at the restart.
+    pub fn restart_with_clock(&mut self, spec: Option<&str>) {
+        self.clock = spec.map(str::to_string);
+        self.restart();
     }
 
     /// SIGSTOP: it stops answering but keeps its connections.

@@ -168,6 +168,11 @@ impl ZookeeperEnsemble {
         })
     }
 
+    /// The pid of node `i`, while it runs.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.nodes[i].process.as_ref().and_then(ServerProcess::pid)
+    }
+
     /// kill -9 node `i`.
     pub fn kill9(&mut self, i: usize) {
         if let Some(mut p) = self.nodes[i].process.take() {

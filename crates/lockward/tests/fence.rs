@@ -50,6 +50,30 @@ async fn check(resource: Arc<dyn FencedResource>) {
     }
     let last = resource.read(&key).await.unwrap().unwrap();
     assert_eq!((last.value.as_slice(), last.fence), (&b"200"[..], 200));
+
+    // A claim raises the fence and keeps the value: the old holder's late
+    // write is refused, and the new holder reads the last accepted value.
+    let key = format!("claim-{}", lockward::OwnerId::random());
+    resource.write(&key, b"7", 20).await.unwrap();
+    resource.claim(&key, 21).await.unwrap();
+    let claimed = resource.read(&key).await.unwrap().unwrap();
+    assert_eq!((claimed.value.as_slice(), claimed.fence), (&b"7"[..], 21));
+    assert!(matches!(
+        resource.write(&key, b"late", 20).await,
+        Err(Error::Stale {
+            fence: 20,
+            current: 21,
+            ..
+        })
+    ));
+    assert!(matches!(
+        resource.claim(&key, 19).await,
+        Err(Error::Stale { current: 21, .. })
+    ));
+    resource.write(&key, b"8", 21).await.unwrap();
+    let fresh = format!("fresh-{}", lockward::OwnerId::random());
+    resource.claim(&fresh, 5).await.unwrap();
+    assert_eq!(resource.read(&fresh).await.unwrap().unwrap().fence, 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

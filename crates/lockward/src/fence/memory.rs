@@ -42,6 +42,23 @@ impl FencedResource for MemoryRegister {
         Ok(())
     }
 
+    async fn claim(&self, key: &str, fence: u64) -> Result<()> {
+        let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = values.entry(key.to_string()).or_insert(Fenced {
+            value: Vec::new(),
+            fence: 0,
+        });
+        if entry.fence > fence {
+            return Err(Error::Stale {
+                key: key.to_string(),
+                fence,
+                current: entry.fence,
+            });
+        }
+        entry.fence = fence;
+        Ok(())
+    }
+
     async fn read(&self, key: &str) -> Result<Option<Fenced>> {
         Ok(self
             .values

@@ -91,4 +91,22 @@ pub trait FencedResource: Send + Sync {
 
     /// The last accepted value of `key`, with its fence.
     async fn read(&self, key: &str) -> Result<Option<Fenced>>;
+
+    /// Raises the fence of `key` to `fence` without changing its value
+    /// (an absent key is created empty), or fails with
+    /// [`Error::Stale`](crate::Error::Stale) like a write.
+    ///
+    /// Call it right after taking the lock and before reading, for a
+    /// read-modify-write: an old holder's write that lands after the claim
+    /// is refused, and one that landed before it is seen by the read. Write
+    /// fencing alone cannot stop the old holder's write from landing between
+    /// the new holder's read and write, losing it. The default refuses: a
+    /// resource must do this in one atomic step.
+    async fn claim(&self, key: &str, fence: u64) -> Result<()> {
+        let _ = (key, fence);
+        Err(crate::Error::Unsupported {
+            scheme: "fence".into(),
+            why: "this resource cannot raise a fence without a write".into(),
+        })
+    }
 }

@@ -90,6 +90,40 @@ impl FencedResource for PostgresRegister {
         })
     }
 
+    async fn claim(&self, key: &str, fence: u64) -> Result<()> {
+        let t = &self.table;
+        let fence_sql =
+            i64::try_from(fence).map_err(|_| Error::invalid("fence", "above i64::MAX"))?;
+        let empty: &[u8] = &[];
+        let claimed = self
+            .client
+            .query_opt(
+                &format!(
+                    "INSERT INTO {t} AS r (key, value, fence) VALUES ($1, $2, $3)
+                     ON CONFLICT (key) DO UPDATE SET fence = excluded.fence
+                     WHERE r.fence <= excluded.fence
+                     RETURNING 1"
+                ),
+                &[&key, &empty, &fence_sql],
+            )
+            .await
+            .map_err(unavailable)?;
+        if claimed.is_some() {
+            return Ok(());
+        }
+        let current = self
+            .client
+            .query_opt(&format!("SELECT fence FROM {t} WHERE key = $1"), &[&key])
+            .await
+            .map_err(unavailable)?
+            .map_or(0, |r| r.get::<_, i64>(0) as u64);
+        Err(Error::Stale {
+            key: key.to_string(),
+            fence,
+            current,
+        })
+    }
+
     async fn read(&self, key: &str) -> Result<Option<Fenced>> {
         let row = self
             .client

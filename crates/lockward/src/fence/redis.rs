@@ -15,12 +15,23 @@ redis.call('HSET', KEYS[1], 'value', ARGV[1], 'fence', ARGV[2])
 return {1}
 "#;
 
+/// KEYS: the register's hash. ARGV: fence. Raises the fence, keeping the
+/// value (an empty one for a new key). Returns `{1}`, or `{0, current}`.
+const CLAIM: &str = r#"
+local current = redis.call('HGET', KEYS[1], 'fence')
+if current and tonumber(current) > tonumber(ARGV[1]) then return {0, current} end
+redis.call('HSET', KEYS[1], 'fence', ARGV[1])
+redis.call('HSETNX', KEYS[1], 'value', '')
+return {1}
+"#;
+
 /// Each key is a hash `{value, fence}` under `prefix`.
 #[derive(Clone)]
 pub struct RedisRegister {
     conn: ConnectionManager,
     prefix: String,
     write: Script,
+    claim: Script,
 }
 
 impl RedisRegister {
@@ -36,6 +47,7 @@ impl RedisRegister {
             conn,
             prefix: prefix.to_string(),
             write: Script::new(WRITE),
+            claim: Script::new(CLAIM),
         })
     }
 
@@ -54,6 +66,28 @@ impl FencedResource for RedisRegister {
             .write
             .key(format!("{}{key}", self.prefix))
             .arg(value)
+            .arg(fence)
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(Self::unavailable)?;
+        match reply.first().and_then(crate::backend::redis::int) {
+            Some(1) => Ok(()),
+            _ => Err(Error::Stale {
+                key: key.to_string(),
+                fence,
+                current: reply
+                    .get(1)
+                    .and_then(crate::backend::redis::int)
+                    .and_then(|c| u64::try_from(c).ok())
+                    .unwrap_or(0),
+            }),
+        }
+    }
+
+    async fn claim(&self, key: &str, fence: u64) -> Result<()> {
+        let reply: Vec<redis::Value> = self
+            .claim
+            .key(format!("{}{key}", self.prefix))
             .arg(fence)
             .invoke_async(&mut self.conn.clone())
             .await

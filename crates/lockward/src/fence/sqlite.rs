@@ -103,6 +103,37 @@ impl FencedResource for SqliteRegister {
         }
     }
 
+    async fn claim(&self, key: &str, fence: u64) -> Result<()> {
+        let k = key.to_string();
+        let fence_sql =
+            i64::try_from(fence).map_err(|_| Error::invalid("fence", "above i64::MAX"))?;
+        let refused = self
+            .run(move |conn, t| {
+                let changed = conn
+                    .prepare_cached(&format!(
+                        "INSERT INTO {t} (key, value, fence) VALUES (?1, X'', ?2)
+                         ON CONFLICT (key) DO UPDATE SET fence = excluded.fence
+                         WHERE fence <= excluded.fence"
+                    ))?
+                    .execute(params![k, fence_sql])?;
+                if changed == 1 {
+                    return Ok(None);
+                }
+                conn.prepare_cached(&format!("SELECT fence FROM {t} WHERE key = ?1"))?
+                    .query_row([&k], |r| r.get::<_, i64>(0))
+                    .optional()
+            })
+            .await?;
+        match refused {
+            None => Ok(()),
+            Some(current) => Err(Error::Stale {
+                key: key.to_string(),
+                fence,
+                current: current as u64,
+            }),
+        }
+    }
+
     async fn read(&self, key: &str) -> Result<Option<Fenced>> {
         let k = key.to_string();
         self.run(move |conn, t| {

@@ -1,0 +1,244 @@
+//! One client process: loops acquire → read the register → hold → write
+//! register + 1 → release until its run ends, recording every operation.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockward::fence::{FencedResource, SqliteRegister};
+use lockward::recipe::{Candidate, ElectionConfig};
+use lockward::{LockOptions, Store};
+
+use crate::history::{mono_ns, Kind, Op, Outcome, Recorder};
+use crate::register::PlainRegister;
+
+/// The lease every workload takes.
+pub const TTL: Duration = Duration::from_secs(1);
+
+/// What a client does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// Lock, and write through the fenced register.
+    Fenced,
+    /// Lock, and write through a register that ignores fences (the
+    /// positive control).
+    Unfenced,
+    /// Lock, and write through the fence-ignoring register while judged as
+    /// fenced (the mutant).
+    Mutant,
+    /// Leader election; the leader writes with its epoch.
+    Election,
+}
+
+impl Workload {
+    /// Its name on the command line and in file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Fenced => "fenced",
+            Workload::Unfenced => "unfenced",
+            Workload::Mutant => "mutant",
+            Workload::Election => "election",
+        }
+    }
+
+    /// From its name.
+    pub fn parse(text: &str) -> Option<Workload> {
+        [
+            Workload::Fenced,
+            Workload::Unfenced,
+            Workload::Mutant,
+            Workload::Election,
+        ]
+        .into_iter()
+        .find(|w| w.name() == text)
+    }
+
+    /// The register this workload writes.
+    pub async fn register(self, dir: &Path) -> lockward::Result<Arc<dyn FencedResource>> {
+        Ok(match self {
+            Workload::Fenced | Workload::Election => {
+                Arc::new(SqliteRegister::open(&dir.join("registers.db"), "registers").await?)
+            }
+            Workload::Unfenced | Workload::Mutant => Arc::new(PlainRegister::new(dir)),
+        })
+    }
+}
+
+/// Nanoseconds on the monotonic clock at `at`.
+fn mono_at(at: Instant) -> u64 {
+    let now = Instant::now();
+    let now_ns = mono_ns();
+    if at >= now {
+        now_ns + (at - now).as_nanos() as u64
+    } else {
+        now_ns.saturating_sub((now - at).as_nanos() as u64)
+    }
+}
+
+fn outcome_of(e: &lockward::Error) -> Outcome {
+    match e {
+        lockward::Error::Stale { .. } => Outcome::Stale,
+        lockward::Error::Unavailable { .. } | lockward::Error::Protocol { .. } => {
+            Outcome::Indeterminate
+        }
+        _ => Outcome::Failed,
+    }
+}
+
+/// Runs client `index` of `workload` until `until` (monotonic ns).
+pub async fn run(
+    url: &str,
+    workload: Workload,
+    index: u32,
+    dir: &Path,
+    until: u64,
+) -> Result<(), String> {
+    let store = loop {
+        match Store::open(url).await {
+            Ok(s) => break s,
+            Err(_) if mono_ns() < until => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let register = workload.register(dir).await.map_err(|e| e.to_string())?;
+    let wdir = dir.join(workload.name());
+    std::fs::create_dir_all(&wdir).map_err(|e| e.to_string())?;
+    let mut rec =
+        Recorder::open(&wdir.join(format!("client-{index}.jsonl"))).map_err(|e| e.to_string())?;
+    let key = workload.name();
+    let candidate = Candidate::new(
+        store.clone(),
+        "chaos-election",
+        format!("client-{index}"),
+        ElectionConfig {
+            lease_duration: TTL,
+            renew_deadline: Duration::from_millis(700),
+            retry_period: Duration::from_millis(200),
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    while mono_ns() < until {
+        let start = mono_ns();
+        // Take the lock (or leadership): fence and local deadline.
+        let held = if workload == Workload::Election {
+            match tokio::time::timeout(Duration::from_secs(3), candidate.campaign()).await {
+                Ok(Ok(l)) => Ok((l.epoch(), 0, Held::Leader(l))),
+                Ok(Err(e)) => Err(outcome_of(&e)),
+                Err(_) => Err(Outcome::Failed),
+            }
+        } else {
+            let opts = LockOptions::new().ttl(TTL).wait(Duration::from_secs(3));
+            match store.acquire(&format!("chaos-{key}"), &opts).await {
+                Ok(g) => Ok((g.fence(), mono_at(g.deadline()), Held::Lock(g))),
+                Err(e) => Err(outcome_of(&e)),
+            }
+        };
+        let (fence, deadline, held) = match held {
+            Ok(h) => h,
+            Err(outcome) => {
+                rec.record(&Op {
+                    client: index,
+                    kind: Kind::Acquire,
+                    outcome,
+                    fence: 0,
+                    start,
+                    end: mono_ns(),
+                    value: 0,
+                });
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        // Claim the register with our fence before reading it: an old
+        // holder's write that lands later is refused, one that landed
+        // earlier is in what we read.
+        if let Err(e) = register.claim(key, fence).await {
+            rec.record(&Op {
+                client: index,
+                kind: Kind::Acquire,
+                outcome: outcome_of(&e),
+                fence,
+                start,
+                end: mono_ns(),
+                value: deadline,
+            });
+            held.release().await;
+            continue;
+        }
+        rec.record(&Op {
+            client: index,
+            kind: Kind::Acquire,
+            outcome: Outcome::Ok,
+            fence,
+            start,
+            end: mono_ns(),
+            value: deadline,
+        });
+        // Tell the harness who holds, so that a pause can hit a holder.
+        let holding = dir.join(format!("holding-{}", std::process::id()));
+        let _ = std::fs::write(&holding, "");
+        // Read, hold, write read + 1: a naive client that trusts its lock.
+        let current = match register.read(key).await {
+            Ok(v) => v
+                .and_then(|f| String::from_utf8(f.value).ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0),
+            Err(_) => {
+                let _ = std::fs::remove_file(&holding);
+                held.release().await;
+                continue;
+            }
+        };
+        tokio::time::sleep(Duration::from_millis(fastrand::u64(0..150))).await;
+        let start = mono_ns();
+        let written = register
+            .write(key, (current + 1).to_string().as_bytes(), fence)
+            .await;
+        let outcome = match &written {
+            Ok(()) => Outcome::Ok,
+            Err(e) => outcome_of(e),
+        };
+        rec.record(&Op {
+            client: index,
+            kind: Kind::Write,
+            outcome,
+            fence,
+            start,
+            end: mono_ns(),
+            value: current + 1,
+        });
+        let _ = std::fs::remove_file(&holding);
+        let start = mono_ns();
+        let released = held.release().await;
+        rec.record(&Op {
+            client: index,
+            kind: Kind::Release,
+            outcome: if released {
+                Outcome::Ok
+            } else {
+                Outcome::Failed
+            },
+            fence,
+            start,
+            end: mono_ns(),
+            value: 0,
+        });
+        tokio::time::sleep(Duration::from_millis(fastrand::u64(0..20))).await;
+    }
+    Ok(())
+}
+
+/// A held lock or leadership.
+enum Held {
+    Lock(lockward::Guard),
+    Leader(lockward::recipe::Leadership),
+}
+
+impl Held {
+    async fn release(self) -> bool {
+        match self {
+            Held::Lock(g) => g.release().await.is_ok(),
+            Held::Leader(l) => l.resign().await.is_ok(),
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! lockward's chaos harness: client processes read-modify-write a shared
+//! register under a lock (fenced, unfenced as a positive control, and as
+//! an elected leader) while the harness pauses clients past their TTL,
+//! kills and restarts servers, cuts connections through its own TCP proxy
+//! and jumps server clocks; a checker then judges the history.
+//!
+//! `lockward-chaos --backend NAME [--duration D] [--seed N] [--json]`.
+
+pub mod checker;
+pub mod client;
+pub mod history;
+pub mod proxy;
+pub mod register;
+pub mod report;
+pub mod run;
+pub mod target;

@@ -1,0 +1,181 @@
+//! The report of one run: a table for people, one JSON object for scripts.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::checker::Findings;
+use crate::target::FaultKind;
+
+/// What a run found, and its verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The backend.
+    pub backend: String,
+    /// The seed of the fault schedule.
+    pub seed: u64,
+    /// How long the clients ran, ms.
+    pub duration_ms: u64,
+    /// The fenced register's workload used the fence-ignoring register.
+    pub mutant: bool,
+    /// Operations that happened, over every workload.
+    pub ops_ok: u64,
+    /// Operations that surely did not happen.
+    pub ops_failed: u64,
+    /// Operations with an unknown outcome.
+    pub ops_indeterminate: u64,
+    /// Faults by kind.
+    pub faults: BTreeMap<FaultKind, u64>,
+    /// Total time each kind of fault lasted, ms.
+    pub fault_ms: BTreeMap<FaultKind, u64>,
+    /// Stale writes accepted (fenced workload and election): must be 0.
+    pub stale_accepted: u64,
+    /// Stale writes the register refused.
+    pub stale_rejected: u64,
+    /// Accepted writes lost (fenced workload and election): must be 0.
+    pub lost_updates: u64,
+    /// Grants out of order or with a repeated fence or epoch: must be 0.
+    pub order_violations: u64,
+    /// The positive control (locks without fences): overlapping critical
+    /// sections found.
+    pub unfenced_overlaps: u64,
+    /// Their total time, ms.
+    pub unfenced_overlap_ms: u64,
+    /// The positive control's lost updates.
+    pub unfenced_lost_updates: u64,
+    /// Time from a fault's healing to the next acquisition, ms.
+    pub recovery_ms_p50: u64,
+    /// The same, 99th percentile.
+    pub recovery_ms_p99: u64,
+    /// The same, worst.
+    pub recovery_ms_max: u64,
+    /// What I6 allows: TTL + the backend's failover time, ms.
+    pub recovery_budget_ms: u64,
+    /// The longest a client wrote after its lease's local deadline, ms.
+    pub acted_after_deadline_ms: u64,
+    /// `passed`, `failed` or `unjudged`.
+    pub verdict: String,
+    /// Why, when not passed.
+    pub reasons: Vec<String>,
+    /// Every fault with its proof.
+    pub fault_log: Vec<crate::target::FaultRecord>,
+}
+
+/// Fills the verdict from the findings of each workload.
+pub fn judge(report: &mut Report, fenced: &Findings, election: &Findings, control: &Findings) {
+    let mut reasons = Vec::new();
+    for (what, f) in [("fenced", fenced), ("election", election)] {
+        if f.stale_accepted > 0 {
+            reasons.push(format!(
+                "I1/I5: {what}: {} stale writes accepted",
+                f.stale_accepted
+            ));
+        }
+        if f.lost_updates > 0 {
+            reasons.push(format!(
+                "I1: {what}: {} accepted writes lost",
+                f.lost_updates
+            ));
+        }
+        if f.order_violations > 0 {
+            reasons.push(format!(
+                "I2/I5: {what}: {} grants out of fence order",
+                f.order_violations
+            ));
+        }
+    }
+    if report.recovery_ms_max > report.recovery_budget_ms {
+        reasons.push(format!(
+            "I6: recovery took {} ms, over TTL + failover ({} ms)",
+            report.recovery_ms_max, report.recovery_budget_ms
+        ));
+    }
+    report.verdict = if !reasons.is_empty() {
+        "failed"
+    } else if control.overlaps == 0 && control.lost_updates == 0 {
+        reasons.push(
+            "I3: the positive control found no overlap or lost update: the faults did not bite"
+                .into(),
+        );
+        "unjudged"
+    } else {
+        "passed"
+    }
+    .to_string();
+    report.reasons = reasons;
+}
+
+/// The human-readable table.
+pub fn table(r: &Report) -> String {
+    let mut out = String::new();
+    let line = |out: &mut String, k: &str, v: String| out.push_str(&format!("{k:<34} {v}\n"));
+    line(
+        &mut out,
+        "backend",
+        format!(
+            "{}{}",
+            r.backend,
+            if r.mutant { " (mutant register)" } else { "" }
+        ),
+    );
+    line(&mut out, "seed", r.seed.to_string());
+    line(&mut out, "duration", format!("{} ms", r.duration_ms));
+    line(
+        &mut out,
+        "operations ok / failed / indeterminate",
+        format!("{} / {} / {}", r.ops_ok, r.ops_failed, r.ops_indeterminate),
+    );
+    for (kind, n) in &r.faults {
+        line(
+            &mut out,
+            &format!("fault {kind:?}"),
+            format!(
+                "{n} ({} ms in all)",
+                r.fault_ms.get(kind).copied().unwrap_or(0)
+            ),
+        );
+    }
+    line(
+        &mut out,
+        "stale writes accepted / rejected",
+        format!("{} / {}", r.stale_accepted, r.stale_rejected),
+    );
+    line(
+        &mut out,
+        "lost updates (fenced)",
+        r.lost_updates.to_string(),
+    );
+    line(
+        &mut out,
+        "fence order violations",
+        r.order_violations.to_string(),
+    );
+    line(
+        &mut out,
+        "control: overlaps (total)",
+        format!("{} ({} ms)", r.unfenced_overlaps, r.unfenced_overlap_ms),
+    );
+    line(
+        &mut out,
+        "control: lost updates",
+        r.unfenced_lost_updates.to_string(),
+    );
+    line(
+        &mut out,
+        "recovery p50 / p99 / max",
+        format!(
+            "{} / {} / {} ms (budget {} ms)",
+            r.recovery_ms_p50, r.recovery_ms_p99, r.recovery_ms_max, r.recovery_budget_ms
+        ),
+    );
+    line(
+        &mut out,
+        "longest write after the deadline",
+        format!("{} ms", r.acted_after_deadline_ms),
+    );
+    line(&mut out, "verdict", r.verdict.clone());
+    for reason in &r.reasons {
+        line(&mut out, "", reason.clone());
+    }
+    out
+}

@@ -1,0 +1,267 @@
+//! One run: start the backend, start the clients of every workload, inject
+//! faults on a seeded schedule, stop, and judge the history.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::checker::{check, Findings};
+use crate::client::{Workload, TTL};
+use crate::history::{self, mono_ns, Kind};
+use crate::report::{judge, Report};
+use crate::target::{wait_stopped, FaultKind, FaultRecord, Target};
+
+/// How a run is set up.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The backend's name (see [`crate::target::BACKENDS`]).
+    pub backend: String,
+    /// How long the clients run.
+    pub duration: Duration,
+    /// Seed of the fault schedule.
+    pub seed: u64,
+    /// Use the fence-ignoring register for the fenced workload (I4).
+    pub mutant: bool,
+    /// The `lockward-chaos` binary, to start clients with.
+    pub exe: std::path::PathBuf,
+}
+
+/// Clients per workload.
+const CLIENTS: &[(Workload, u32)] = &[
+    (Workload::Fenced, 3),
+    (Workload::Unfenced, 3),
+    (Workload::Election, 2),
+];
+
+/// Runs `config` and returns its report.
+pub async fn run(config: &RunConfig) -> Result<Report, String> {
+    let mut target = Target::start(&config.backend).await?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let path = tmp.path().to_path_buf();
+    // LOCKWARD_CHAOS_KEEP=1 keeps the histories for a closer look.
+    let _tmp = if std::env::var_os("LOCKWARD_CHAOS_KEEP").is_some() {
+        eprintln!("lockward-chaos: histories kept in {}", path.display());
+        let _ = tmp.keep();
+        None
+    } else {
+        Some(tmp)
+    };
+    let began = mono_ns();
+    let until = began + config.duration.as_nanos() as u64;
+    let mut clients: Vec<Child> = Vec::new();
+    let mut workload_of: Vec<usize> = Vec::new();
+    for (w, &(workload, n)) in CLIENTS.iter().enumerate() {
+        let workload = if workload == Workload::Fenced && config.mutant {
+            Workload::Mutant
+        } else {
+            workload
+        };
+        for i in 0..n {
+            clients.push(spawn_client(
+                &config.exe,
+                &target.url,
+                workload,
+                i,
+                path.as_path(),
+                until,
+            )?);
+            workload_of.push(w);
+        }
+    }
+    let mut pauses = 0usize;
+    let mut rng = fastrand::Rng::with_seed(config.seed);
+    let mut log: Vec<FaultRecord> = Vec::new();
+    // Let the clients get going, then a fault every 0.5–1.5 s.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    while mono_ns() + 2_500_000_000 < until {
+        // Every other fault pauses a client; the others are the target's.
+        let kind = if log.len() % 2 == 0 || target.faults.is_empty() {
+            FaultKind::PauseClient
+        } else {
+            target.faults[rng.usize(0..target.faults.len())]
+        };
+        let record = if kind == FaultKind::PauseClient {
+            // Each workload in turn, and its holder when one holds (a pause
+            // elsewhere rarely matters): wait briefly for one.
+            // The control first: its anomalies show the faults bite.
+            let turn = [1, 0, 2][pauses % CLIENTS.len()];
+            pauses += 1;
+            let mut holders = Vec::new();
+            for _ in 0..50 {
+                holders = (0..clients.len())
+                    .filter(|&i| workload_of[i] == turn)
+                    .filter(|&i| {
+                        path.as_path()
+                            .join(format!("holding-{}", clients[i].id()))
+                            .exists()
+                    })
+                    .collect();
+                if !holders.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let pick = if holders.is_empty() {
+                rng.usize(0..clients.len())
+            } else {
+                holders[rng.usize(0..holders.len())]
+            };
+            let hold = TTL.mul_f64(0.5 + rng.f64() * 2.5);
+            pause(&clients[pick], hold).await
+        } else {
+            let hold = Duration::from_millis(rng.u64(300..1_200));
+            target.inflict(kind, hold).await
+        };
+        log.push(record);
+        tokio::time::sleep(Duration::from_millis(rng.u64(500..1_500))).await;
+    }
+    // Wait for the clients to stop by themselves; then make sure.
+    let deadline = until + 8_000_000_000;
+    for c in &mut clients {
+        while mono_ns() < deadline && c.try_wait().ok().flatten().is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // SAFETY: kill(2) on a child we started and have not reaped.
+        unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    report(config, &target, path.as_path(), began, log).await
+}
+
+fn spawn_client(
+    exe: &Path,
+    url: &str,
+    workload: Workload,
+    index: u32,
+    dir: &Path,
+    until: u64,
+) -> Result<Child, String> {
+    Command::new(exe)
+        .args(["client", "--url", url, "--workload", workload.name()])
+        .args(["--index", &index.to_string(), "--until", &until.to_string()])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start a client: {e}"))
+}
+
+/// SIGSTOP for `hold`, proved by the process state, then SIGCONT.
+async fn pause(client: &Child, hold: Duration) -> FaultRecord {
+    let pid = client.id();
+    let start = mono_ns();
+    // SAFETY: kill(2) on a child we started and have not reaped.
+    unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+    let stopped = tokio::task::block_in_place(|| wait_stopped(pid, Duration::from_millis(500)));
+    tokio::time::sleep(hold).await;
+    // SAFETY: as above.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    FaultRecord {
+        kind: FaultKind::PauseClient,
+        start,
+        healed: mono_ns(),
+        proof: format!("client pid {pid} stopped for {hold:?}; /proc state T seen: {stopped}"),
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn report(
+    config: &RunConfig,
+    target: &Target,
+    dir: &Path,
+    began: u64,
+    log: Vec<FaultRecord>,
+) -> Result<Report, String> {
+    let mut findings: BTreeMap<&str, (Findings, Vec<history::Op>)> = BTreeMap::new();
+    for &(workload, _) in CLIENTS {
+        let workload = if workload == Workload::Fenced && config.mutant {
+            Workload::Mutant
+        } else {
+            workload
+        };
+        let ops = history::load(&dir.join(workload.name()));
+        let register = workload.register(dir).await.map_err(|e| e.to_string())?;
+        let last = register
+            .read(workload.name())
+            .await
+            .ok()
+            .flatten()
+            .and_then(|f| String::from_utf8(f.value).ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let role = match workload {
+            Workload::Unfenced => "control",
+            Workload::Election => "election",
+            _ => "fenced",
+        };
+        findings.insert(role, (check(&ops, last), ops));
+    }
+    let get = |k: &str| findings.get(k).map(|(f, _)| f.clone()).unwrap_or_default();
+    let (fenced, election, control) = (get("fenced"), get("election"), get("control"));
+    // I6: from each fault's healing to the next successful acquisition.
+    let mut grants: Vec<u64> = findings
+        .values()
+        .flat_map(|(_, ops)| ops.iter())
+        .filter(|o| o.kind == Kind::Acquire && o.outcome == history::Outcome::Ok)
+        .map(|o| o.end)
+        .collect();
+    grants.sort();
+    let mut recovery: Vec<u64> = log
+        .iter()
+        .filter(|f| f.kind != FaultKind::PauseClient)
+        .filter_map(|f| {
+            grants
+                .iter()
+                .find(|&&g| g >= f.healed)
+                .map(|g| (g - f.healed) / 1_000_000)
+        })
+        .collect();
+    recovery.sort();
+    let mut faults = BTreeMap::new();
+    let mut fault_ms = BTreeMap::new();
+    for f in &log {
+        *faults.entry(f.kind).or_insert(0) += 1;
+        *fault_ms.entry(f.kind).or_insert(0) += (f.healed - f.start) / 1_000_000;
+    }
+    let sum = |g: fn(&Findings) -> u64| g(&fenced) + g(&election) + g(&control);
+    let mut report = Report {
+        backend: target.name.clone(),
+        seed: config.seed,
+        duration_ms: (mono_ns() - began) / 1_000_000,
+        mutant: config.mutant,
+        ops_ok: sum(|f| f.ops_ok),
+        ops_failed: sum(|f| f.ops_failed),
+        ops_indeterminate: sum(|f| f.ops_indeterminate),
+        faults,
+        fault_ms,
+        stale_accepted: fenced.stale_accepted + election.stale_accepted,
+        stale_rejected: fenced.stale_rejected + election.stale_rejected,
+        lost_updates: fenced.lost_updates + election.lost_updates,
+        order_violations: fenced.order_violations + election.order_violations,
+        unfenced_overlaps: control.overlaps,
+        unfenced_overlap_ms: control.overlap_ns / 1_000_000,
+        unfenced_lost_updates: control.lost_updates,
+        recovery_ms_p50: percentile(&recovery, 0.5),
+        recovery_ms_p99: percentile(&recovery, 0.99),
+        recovery_ms_max: recovery.last().copied().unwrap_or(0),
+        recovery_budget_ms: (TTL + target.failover).as_millis() as u64 + 3_000,
+        acted_after_deadline_ms: fenced
+            .acted_after_deadline_ns
+            .max(control.acted_after_deadline_ns)
+            / 1_000_000,
+        verdict: String::new(),
+        reasons: Vec::new(),
+        fault_log: log,
+    };
+    judge(&mut report, &fenced, &election, &control);
+    Ok(report)
+}

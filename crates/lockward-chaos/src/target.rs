@@ -1,0 +1,402 @@
+//! The system under test for each backend: its servers (from the testkit),
+//! a proxy in front of every server, the URL clients use, and the faults
+//! that apply to it.
+
+use std::time::{Duration, Instant};
+
+use lockward_testkit::{
+    EtcdCluster, PostgresServer, RedisMasters, RedisOptions, RedisServer, ZookeeperEnsemble,
+};
+use serde::Serialize;
+
+use crate::proxy::{Mode, Proxy};
+
+/// The backends the harness runs on.
+pub const BACKENDS: &[&str] = &[
+    "sqlite",
+    "redis",
+    "redis-persistent",
+    "redlock",
+    "etcd",
+    "zookeeper",
+    "postgres",
+];
+
+/// A kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// A client stopped with SIGSTOP for 0.5–3× the TTL.
+    PauseClient,
+    /// The server killed with kill -9 and restarted.
+    KillServer,
+    /// Every connection through the proxy closed, new ones refused.
+    CutConnections,
+    /// Every byte through the proxy held back 50–200 ms.
+    DelayConnections,
+    /// Nothing through the proxy, connections left open.
+    Blackhole,
+    /// The server restarted with its clock jumped (libfaketime).
+    ClockJump,
+    /// The cluster's leader killed with kill -9 and restarted.
+    KillLeader,
+    /// A minority of the masters killed and restarted (no persistence).
+    KillMinority,
+}
+
+/// One fault that happened, with its proof.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    /// What it was.
+    pub kind: FaultKind,
+    /// When it started and healed, ns on the monotonic clock.
+    pub start: u64,
+    /// When it healed.
+    pub healed: u64,
+    /// What shows it happened.
+    pub proof: String,
+}
+
+enum Servers {
+    Embedded,
+    Redis(RedisServer),
+    Masters(RedisMasters),
+    Etcd(EtcdCluster),
+    Zookeeper(ZookeeperEnsemble),
+    Postgres(PostgresServer),
+}
+
+/// A backend ready for a run.
+pub struct Target {
+    /// The backend's name.
+    pub name: String,
+    /// The store URL clients use (through the proxies).
+    pub url: String,
+    /// Faults that apply, besides pausing clients.
+    pub faults: Vec<FaultKind>,
+    /// How long after a fault heals the store may take to serve again
+    /// (I6 allows TTL + this).
+    pub failover: Duration,
+    servers: Servers,
+    proxies: Vec<Proxy>,
+    /// Accumulated clock offset (s) for clock jumps.
+    clock_offset: i64,
+    persistent: bool,
+    _dir: tempfile::TempDir,
+}
+
+fn hosts(proxies: &[Proxy]) -> String {
+    proxies
+        .iter()
+        .map(Proxy::addr)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Target {
+    /// Starts `name`'s servers and proxies.
+    pub async fn start(name: &str) -> Result<Target, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut proxies = Vec::new();
+        let proxy_cuts = [
+            FaultKind::CutConnections,
+            FaultKind::DelayConnections,
+            FaultKind::Blackhole,
+        ];
+        let (servers, url, mut faults, failover, persistent) = match name {
+            "sqlite" => (
+                Servers::Embedded,
+                format!("sqlite://{}", dir.path().join("locks.db").display()),
+                vec![],
+                Duration::ZERO,
+                false,
+            ),
+            "redis" | "redis-persistent" => {
+                let persistent = name == "redis-persistent";
+                let server = RedisServer::start_with(RedisOptions {
+                    persistent,
+                    ..Default::default()
+                });
+                proxies.push(proxy(server.addr()).await?);
+                (
+                    Servers::Redis(server),
+                    format!("redis://{}", hosts(&proxies)),
+                    vec![FaultKind::KillServer],
+                    Duration::from_secs(2),
+                    persistent,
+                )
+            }
+            "redlock" => {
+                let masters = RedisMasters::start(5, RedisOptions::default());
+                for addr in masters.url().trim_start_matches("redlock://").split(',') {
+                    proxies.push(proxy(addr.to_string()).await?);
+                }
+                (
+                    Servers::Masters(masters),
+                    format!("redlock://{}", hosts(&proxies)),
+                    vec![FaultKind::KillMinority],
+                    Duration::from_secs(2),
+                    false,
+                )
+            }
+            "etcd" => {
+                let etcd = EtcdCluster::start_three();
+                for e in etcd.endpoints() {
+                    proxies.push(proxy(e).await?);
+                }
+                (
+                    Servers::Etcd(etcd),
+                    format!("etcd://{}", hosts(&proxies)),
+                    vec![FaultKind::KillLeader],
+                    Duration::from_secs(3),
+                    true,
+                )
+            }
+            "zookeeper" => {
+                let zk = ZookeeperEnsemble::start_three();
+                for e in zk.endpoints() {
+                    proxies.push(proxy(e).await?);
+                }
+                (
+                    Servers::Zookeeper(zk),
+                    // Sessions of 2 s: a stopped client's nodes go within it.
+                    format!("zk://{}?session_timeout=2s", hosts(&proxies)),
+                    vec![FaultKind::KillLeader],
+                    Duration::from_secs(4),
+                    true,
+                )
+            }
+            "postgres" => {
+                // Durable settings: with synchronous_commit=off a kill -9 loses the
+                // last commits, and the fence sequence with them (found here).
+                let pg = PostgresServer::start_durable();
+                proxies.push(proxy(pg.addr()).await?);
+                let url = pg.url().replace(&pg.addr(), &proxies[0].addr());
+                (
+                    Servers::Postgres(pg),
+                    url,
+                    vec![FaultKind::KillServer],
+                    Duration::from_secs(3),
+                    true,
+                )
+            }
+            other => {
+                return Err(format!(
+                    "unknown backend {other:?}; one of {}",
+                    BACKENDS.join(", ")
+                ))
+            }
+        };
+        if !proxies.is_empty() {
+            faults.extend(proxy_cuts);
+        }
+        Ok(Target {
+            name: name.to_string(),
+            url,
+            faults,
+            failover,
+            servers,
+            proxies,
+            clock_offset: 0,
+            persistent,
+            _dir: dir,
+        })
+    }
+
+    /// Applies one server-side fault for about `hold`, heals it, and says
+    /// how it went.
+    pub async fn inflict(&mut self, kind: FaultKind, hold: Duration) -> FaultRecord {
+        let start = crate::history::mono_ns();
+        let proof = match kind {
+            FaultKind::CutConnections | FaultKind::DelayConnections | FaultKind::Blackhole => {
+                let mode = match kind {
+                    FaultKind::CutConnections => Mode::Drop,
+                    FaultKind::DelayConnections => Mode::Delay,
+                    _ => Mode::Blackhole,
+                };
+                let before: u64 = self
+                    .proxies
+                    .iter()
+                    .map(|p| p.cut.load(std::sync::atomic::Ordering::SeqCst))
+                    .sum();
+                for p in &self.proxies {
+                    p.set(mode);
+                }
+                tokio::time::sleep(hold).await;
+                for p in &self.proxies {
+                    p.set(Mode::Pass);
+                }
+                let after: u64 = self
+                    .proxies
+                    .iter()
+                    .map(|p| p.cut.load(std::sync::atomic::Ordering::SeqCst))
+                    .sum();
+                format!(
+                    "{mode:?} on {} proxies for {hold:?}; {} connections cut",
+                    self.proxies.len(),
+                    after - before
+                )
+            }
+            FaultKind::KillServer => {
+                let pid = self.kill_server();
+                tokio::time::sleep(hold).await;
+                let gone = pid.is_some_and(|p| !alive(p));
+                self.restart_server();
+                format!("pid {pid:?} killed with SIGKILL (gone: {gone}), restarted after {hold:?}")
+            }
+            FaultKind::ClockJump => {
+                // Without persistence the fence counter is lost at a
+                // restart, so only forward jumps keep fences growing (the
+                // documented limit); with AOF the clock may go back too.
+                let jump: i64 = if self.persistent && fastrand::bool() {
+                    -3
+                } else {
+                    3
+                };
+                self.clock_offset += jump;
+                let spec = format!("{:+}s", self.clock_offset);
+                if let Servers::Redis(r) = &mut self.servers {
+                    let r: &mut RedisServer = r;
+                    tokio::task::block_in_place(|| r.restart_with_clock(Some(&spec)));
+                }
+                let skew = self.redis_skew();
+                format!("restarted under faketime {spec}; server TIME − host clock = {skew:?} s")
+            }
+            FaultKind::KillLeader => {
+                let (leader, pid) = self.kill_leader();
+                tokio::time::sleep(hold).await;
+                let gone = pid.is_some_and(|p| !alive(p));
+                self.restart_member(leader);
+                format!("leader {leader:?} (pid {pid:?}) killed with SIGKILL (gone: {gone}), restarted after {hold:?}")
+            }
+            FaultKind::KillMinority => {
+                let mut killed = Vec::new();
+                if let Servers::Masters(m) = &mut self.servers {
+                    let masters = m.masters();
+                    let n = masters.len();
+                    let first = fastrand::usize(0..n);
+                    for i in [first, (first + 1) % n] {
+                        killed.push((i, masters[i].pid()));
+                        masters[i].kill9();
+                    }
+                    tokio::time::sleep(hold).await;
+                    for (i, _) in &killed {
+                        tokio::task::block_in_place(|| masters[*i].restart());
+                    }
+                }
+                format!("masters {killed:?} (index, pid) killed with SIGKILL, restarted without their data after {hold:?}")
+            }
+            FaultKind::PauseClient => "paused by the run, not the target".into(),
+        };
+        FaultRecord {
+            kind,
+            start,
+            healed: crate::history::mono_ns(),
+            proof,
+        }
+    }
+
+    fn kill_server(&mut self) -> Option<u32> {
+        match &mut self.servers {
+            Servers::Redis(r) => {
+                let pid = r.pid();
+                r.kill9();
+                pid
+            }
+            Servers::Postgres(pg) => {
+                let pid = pg.pid();
+                pg.kill9();
+                pid
+            }
+            _ => None,
+        }
+    }
+
+    fn restart_server(&mut self) {
+        match &mut self.servers {
+            Servers::Redis(r) => tokio::task::block_in_place(|| r.restart()),
+            Servers::Postgres(pg) => tokio::task::block_in_place(|| pg.restart()),
+            _ => {}
+        }
+    }
+
+    fn kill_leader(&mut self) -> (Option<usize>, Option<u32>) {
+        match &mut self.servers {
+            Servers::Etcd(e) => {
+                let leader = e.leader();
+                let pid = leader.and_then(|i| e.pid(i));
+                if let Some(i) = leader {
+                    e.kill9(i);
+                }
+                (leader, pid)
+            }
+            Servers::Zookeeper(z) => {
+                let leader = z.leader();
+                let pid = leader.and_then(|i| z.pid(i));
+                if let Some(i) = leader {
+                    z.kill9(i);
+                }
+                (leader, pid)
+            }
+            _ => (None, None),
+        }
+    }
+
+    fn restart_member(&mut self, member: Option<usize>) {
+        let Some(i) = member else { return };
+        match &mut self.servers {
+            Servers::Etcd(e) => tokio::task::block_in_place(|| e.restart(i)),
+            Servers::Zookeeper(z) => tokio::task::block_in_place(|| z.restart(i)),
+            _ => {}
+        }
+    }
+
+    /// Redis's TIME minus the host's wall clock, in seconds.
+    fn redis_skew(&self) -> Option<i64> {
+        let Servers::Redis(r) = &self.servers else {
+            return None;
+        };
+        let time: i64 = r.cli(&["TIME"]).lines().next()?.trim().parse().ok()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs() as i64;
+        Some(time - now)
+    }
+}
+
+async fn proxy(target: String) -> Result<Proxy, String> {
+    Proxy::start(target)
+        .await
+        .map_err(|e| format!("proxy: {e}"))
+}
+
+/// Whether process `pid` exists.
+pub fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            != Some(true)
+}
+
+/// Waits until `/proc` shows `pid` stopped (state `T`), up to `within`.
+pub fn wait_stopped(pid: u32, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.trim_start().chars().next())
+            });
+        if state == Some('T') {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    false
+}
