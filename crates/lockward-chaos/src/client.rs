@@ -117,7 +117,8 @@ pub async fn run(
         },
     )
     .map_err(|e| e.to_string())?;
-    while mono_ns() < until {
+    let stop = dir.join("stop");
+    while mono_ns() < until && !stop.exists() {
         let start = mono_ns();
         // Take the lock (or leadership): fence and local deadline.
         let held = if workload == Workload::Election {

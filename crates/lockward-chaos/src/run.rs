@@ -48,7 +48,9 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
         Some(tmp)
     };
     let began = mono_ns();
-    let until = began + config.duration.as_nanos() as u64;
+    // Clients run until told to stop (the `stop` file), or this cap.
+    let until = began + (config.duration + Duration::from_secs(120)).as_nanos() as u64;
+    let end_faults = began + config.duration.as_nanos() as u64;
     let mut clients: Vec<Child> = Vec::new();
     let mut workload_of: Vec<usize> = Vec::new();
     for (w, &(workload, n)) in CLIENTS.iter().enumerate() {
@@ -71,21 +73,32 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
     }
     let mut pauses = 0usize;
     let mut rng = fastrand::Rng::with_seed(config.seed);
+    let first_fault = rng.usize(0..target.faults.len().max(1));
     let mut log: Vec<FaultRecord> = Vec::new();
     // Let the clients get going, then a fault every 0.5–1.5 s.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    while mono_ns() + 2_500_000_000 < until {
+    // Faults until the duration is over and every kind has run once.
+    let mut kinds_seen = std::collections::BTreeSet::new();
+    while mono_ns() + 1_500_000_000 < end_faults || kinds_seen.len() < target.faults.len() + 1 {
+        if mono_ns() > until - 10_000_000_000 {
+            break;
+        }
         // Every other fault pauses a client; the others are the target's.
+        // The target's faults in turn, from a seeded start, so a short run
+        // still sees each kind.
         let kind = if log.len() % 2 == 0 || target.faults.is_empty() {
             FaultKind::PauseClient
         } else {
-            target.faults[rng.usize(0..target.faults.len())]
+            let n = target.faults.len();
+            target.faults[(first_fault + log.len() / 2) % n]
         };
         let record = if kind == FaultKind::PauseClient {
             // Each workload in turn, and its holder when one holds (a pause
             // elsewhere rarely matters): wait briefly for one.
-            // The control first: its anomalies show the faults bite.
-            let turn = [1, 0, 2][pauses % CLIENTS.len()];
+            // The control first (its anomalies show the faults bite); for
+            // the mutant, the fenced workload first.
+            let order = if config.mutant { [0, 1, 2] } else { [1, 0, 2] };
+            let turn = order[pauses % CLIENTS.len()];
             pauses += 1;
             let mut holders = Vec::new();
             for _ in 0..50 {
@@ -107,17 +120,26 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
             } else {
                 holders[rng.usize(0..holders.len())]
             };
-            let hold = TTL.mul_f64(0.5 + rng.f64() * 2.5);
+            // The first pause of each workload outlasts the lease for sure.
+            let hold = if pauses <= CLIENTS.len() {
+                TTL.mul_f64(1.5 + rng.f64() * 0.5)
+            } else {
+                TTL.mul_f64(0.5 + rng.f64() * 2.5)
+            };
             pause(&clients[pick], hold).await
         } else {
-            let hold = Duration::from_millis(rng.u64(300..1_200));
+            let hold = Duration::from_millis(rng.u64(300..900));
             target.inflict(kind, hold).await
         };
+        kinds_seen.insert(record.kind);
         log.push(record);
-        tokio::time::sleep(Duration::from_millis(rng.u64(500..1_500))).await;
+        tokio::time::sleep(Duration::from_millis(rng.u64(300..900))).await;
     }
+    // The last fault heals; clients run on a little, then stop.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let _ = std::fs::write(path.join("stop"), "");
     // Wait for the clients to stop by themselves; then make sure.
-    let deadline = until + 8_000_000_000;
+    let deadline = mono_ns() + 8_000_000_000;
     for c in &mut clients {
         while mono_ns() < deadline && c.try_wait().ok().flatten().is_none() {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -36,7 +36,8 @@ pub enum FaultKind {
     DelayConnections,
     /// Nothing through the proxy, connections left open.
     Blackhole,
-    /// The server restarted with its clock jumped (libfaketime).
+    /// The server restarted with its clock jumped forward or back
+    /// (libfaketime): PostgreSQL's lease expiry runs on it.
     ClockJump,
     /// The cluster's leader killed with kill -9 and restarted.
     KillLeader,
@@ -79,9 +80,8 @@ pub struct Target {
     pub failover: Duration,
     servers: Servers,
     proxies: Vec<Proxy>,
-    /// Accumulated clock offset (s) for clock jumps.
+    /// The server's clock offset (s) after the last clock jump.
     clock_offset: i64,
-    persistent: bool,
     _dir: tempfile::TempDir,
 }
 
@@ -94,36 +94,44 @@ fn hosts(proxies: &[Proxy]) -> String {
 }
 
 impl Target {
-    /// Starts `name`'s servers and proxies.
-    pub async fn start(name: &str) -> Result<Target, String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let mut proxies = Vec::new();
-        let proxy_cuts = [
+    /// The faults besides client pauses that apply to backend `name`.
+    pub fn kinds(name: &str) -> Vec<FaultKind> {
+        let proxied = [
             FaultKind::CutConnections,
             FaultKind::DelayConnections,
             FaultKind::Blackhole,
         ];
-        let (servers, url, mut faults, failover, persistent) = match name {
+        let own: &[FaultKind] = match name {
+            "redis" | "redis-persistent" => &[FaultKind::KillServer],
+            // The lease backend times expiry by the server's clock.
+            "postgres" => &[FaultKind::KillServer, FaultKind::ClockJump],
+            "redlock" => &[FaultKind::KillMinority],
+            "etcd" | "zookeeper" => &[FaultKind::KillLeader],
+            _ => return Vec::new(),
+        };
+        own.iter().chain(proxied.iter()).copied().collect()
+    }
+
+    /// Starts `name`'s servers and proxies.
+    pub async fn start(name: &str) -> Result<Target, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut proxies = Vec::new();
+        let (servers, url, failover) = match name {
             "sqlite" => (
                 Servers::Embedded,
                 format!("sqlite://{}", dir.path().join("locks.db").display()),
-                vec![],
                 Duration::ZERO,
-                false,
             ),
             "redis" | "redis-persistent" => {
-                let persistent = name == "redis-persistent";
                 let server = RedisServer::start_with(RedisOptions {
-                    persistent,
+                    persistent: name == "redis-persistent",
                     ..Default::default()
                 });
                 proxies.push(proxy(server.addr()).await?);
                 (
                     Servers::Redis(server),
                     format!("redis://{}", hosts(&proxies)),
-                    vec![FaultKind::KillServer],
                     Duration::from_secs(2),
-                    persistent,
                 )
             }
             "redlock" => {
@@ -134,9 +142,7 @@ impl Target {
                 (
                     Servers::Masters(masters),
                     format!("redlock://{}", hosts(&proxies)),
-                    vec![FaultKind::KillMinority],
                     Duration::from_secs(2),
-                    false,
                 )
             }
             "etcd" => {
@@ -147,9 +153,7 @@ impl Target {
                 (
                     Servers::Etcd(etcd),
                     format!("etcd://{}", hosts(&proxies)),
-                    vec![FaultKind::KillLeader],
                     Duration::from_secs(3),
-                    true,
                 )
             }
             "zookeeper" => {
@@ -159,11 +163,10 @@ impl Target {
                 }
                 (
                     Servers::Zookeeper(zk),
-                    // Sessions of 2 s: a stopped client's nodes go within it.
-                    format!("zk://{}?session_timeout=2s", hosts(&proxies)),
-                    vec![FaultKind::KillLeader],
+                    // Sessions as long as the TTL: a stopped client loses its
+                    // nodes as soon as its lease would have run out.
+                    format!("zk://{}?session_timeout=1s", hosts(&proxies)),
                     Duration::from_secs(4),
-                    true,
                 )
             }
             "postgres" => {
@@ -172,13 +175,7 @@ impl Target {
                 let pg = PostgresServer::start_durable();
                 proxies.push(proxy(pg.addr()).await?);
                 let url = pg.url().replace(&pg.addr(), &proxies[0].addr());
-                (
-                    Servers::Postgres(pg),
-                    url,
-                    vec![FaultKind::KillServer],
-                    Duration::from_secs(3),
-                    true,
-                )
+                (Servers::Postgres(pg), url, Duration::from_secs(3))
             }
             other => {
                 return Err(format!(
@@ -187,9 +184,7 @@ impl Target {
                 ))
             }
         };
-        if !proxies.is_empty() {
-            faults.extend(proxy_cuts);
-        }
+        let faults = Target::kinds(name);
         Ok(Target {
             name: name.to_string(),
             url,
@@ -198,7 +193,6 @@ impl Target {
             servers,
             proxies,
             clock_offset: 0,
-            persistent,
             _dir: dir,
         })
     }
@@ -245,22 +239,21 @@ impl Target {
                 format!("pid {pid:?} killed with SIGKILL (gone: {gone}), restarted after {hold:?}")
             }
             FaultKind::ClockJump => {
-                // Without persistence the fence counter is lost at a
-                // restart, so only forward jumps keep fences growing (the
-                // documented limit); with AOF the clock may go back too.
-                let jump: i64 = if self.persistent && fastrand::bool() {
-                    -3
-                } else {
-                    3
-                };
-                self.clock_offset += jump;
+                // Forward: every lease looks expired early, so a second
+                // holder can start while the first is within its deadline
+                // (only fences protect then); back again: leases last longer.
+                self.clock_offset = if self.clock_offset == 0 { 3 } else { 0 };
                 let spec = format!("{:+}s", self.clock_offset);
-                if let Servers::Redis(r) = &mut self.servers {
-                    let r: &mut RedisServer = r;
-                    tokio::task::block_in_place(|| r.restart_with_clock(Some(&spec)));
+                if let Servers::Postgres(pg) = &mut self.servers {
+                    let pg: &mut PostgresServer = pg;
+                    let clock = (self.clock_offset != 0).then_some(spec.as_str());
+                    tokio::task::block_in_place(|| pg.restart_with_clock(clock));
                 }
-                let skew = self.redis_skew();
-                format!("restarted under faketime {spec}; server TIME − host clock = {skew:?} s")
+                tokio::time::sleep(hold).await;
+                format!(
+                    "restarted under faketime {spec}; server clock − host clock = {:?} s",
+                    self.server_skew()
+                )
             }
             FaultKind::KillLeader => {
                 let (leader, pid) = self.kill_leader();
@@ -351,17 +344,21 @@ impl Target {
         }
     }
 
-    /// Redis's TIME minus the host's wall clock, in seconds.
-    fn redis_skew(&self) -> Option<i64> {
-        let Servers::Redis(r) = &self.servers else {
+    /// The server's clock minus the host's wall clock, in seconds.
+    fn server_skew(&self) -> Option<i64> {
+        let Servers::Postgres(pg) = &self.servers else {
             return None;
         };
-        let time: i64 = r.cli(&["TIME"]).lines().next()?.trim().parse().ok()?;
+        let server: i64 = pg
+            .psql("SELECT extract(epoch from clock_timestamp())::bigint")
+            .trim()
+            .parse()
+            .ok()?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .ok()?
             .as_secs() as i64;
-        Some(time - now)
+        Some(server - now)
     }
 }
 

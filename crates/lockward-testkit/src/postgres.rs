@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::{free_port, ServerProcess, INSTALL_SCRIPT};
+use crate::{free_port, require_binary, ServerProcess, INSTALL_SCRIPT};
 
 /// The password of the `postgres` role in test servers.
 pub const PASSWORD: &str = "lockward-test-secret";
@@ -24,6 +24,8 @@ pub struct PostgresServer {
     tls: bool,
     /// fsync and synchronous commits on, as in production (slower).
     durable: bool,
+    /// A libfaketime spec (`+5s`) the server runs under, if any.
+    clock: Option<String>,
     process: Option<ServerProcess>,
 }
 
@@ -116,6 +118,7 @@ impl PostgresServer {
             gid,
             tls,
             durable,
+            clock: None,
             process: None,
         };
         for _ in 0..5 {
@@ -128,7 +131,15 @@ impl PostgresServer {
     }
 
     fn launch(&mut self) -> bool {
-        let mut cmd = Command::new(self.bin.join("postgres"));
+        let mut cmd = match &self.clock {
+            Some(spec) => {
+                require_binary("faketime");
+                let mut c = Command::new("faketime");
+                c.args(["-f", spec]).arg(self.bin.join("postgres"));
+                c
+            }
+            None => Command::new(self.bin.join("postgres")),
+        };
         cmd.arg("-D")
             .arg(self.dir.path().join("data"))
             .args(["-p", &self.port.to_string()])
@@ -245,6 +256,13 @@ impl PostgresServer {
             std::thread::sleep(Duration::from_millis(250));
         }
         panic!("postgres did not restart; log:\n{}", self.log());
+    }
+
+    /// kill -9, then starts it again with its clock shifted by `spec`
+    /// (libfaketime's `+5s`; `None` for the host's clock): a clock jump.
+    pub fn restart_with_clock(&mut self, spec: Option<&str>) {
+        self.clock = spec.map(str::to_string);
+        self.restart();
     }
 
     /// The postmaster's pid, while it runs.

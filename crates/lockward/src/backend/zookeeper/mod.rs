@@ -657,7 +657,15 @@ impl Backend for ZookeeperBackend {
                 reason: LostReason::SessionEnded,
             });
         }
-        let deleted = self.drop_node(&held.path).await?;
+        let deleted = match self.drop_node(&held.path).await {
+            Ok(deleted) => deleted,
+            Err(e) => {
+                // Unanswered: keep trying in the background, or the node
+                // would hold the lock for as long as our session lives.
+                self.abandon(held.path);
+                return Err(e);
+            }
+        };
         if deleted {
             Ok(())
         } else {

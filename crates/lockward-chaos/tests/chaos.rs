@@ -1,0 +1,80 @@
+//! A short chaos run on every backend with every fault that applies to it:
+//! I1, I2 and I5 hold, the positive control (I3) is judged, and on a mutant
+//! register that ignores fences I1 fails (I4).
+
+use std::time::Duration;
+
+use lockward_chaos::report::Report;
+use lockward_chaos::run::{run, RunConfig};
+use lockward_chaos::target::BACKENDS;
+
+fn config(backend: &str, seconds: u64, mutant: bool) -> RunConfig {
+    RunConfig {
+        backend: backend.to_string(),
+        duration: Duration::from_secs(seconds),
+        seed: fastrand::u64(..),
+        mutant,
+        exe: env!("CARGO_BIN_EXE_lockward-chaos").into(),
+    }
+}
+
+fn summary(r: &Report) -> String {
+    format!(
+        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; control overlaps {} lost {}; recovery max {} ms; faults {:?}",
+        r.backend, r.seed, r.verdict, r.reasons, r.stale_accepted, r.stale_rejected, r.lost_updates,
+        r.order_violations, r.unfenced_overlaps, r.unfenced_lost_updates, r.recovery_ms_max, r.faults
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_backend_keeps_its_invariants_under_faults() {
+    for backend in BACKENDS {
+        // The run goes on until every fault kind has come up once.
+        let seconds = 8;
+        let report = run(&config(backend, seconds, false))
+            .await
+            .expect("the run");
+        println!("{}", summary(&report));
+        assert_eq!(report.stale_accepted, 0, "I1: {}", summary(&report));
+        assert_eq!(report.lost_updates, 0, "I1: {}", summary(&report));
+        assert_eq!(report.order_violations, 0, "I2/I5: {}", summary(&report));
+        let target = lockward_chaos::target::Target::kinds(backend);
+        for kind in target
+            .iter()
+            .chain([&lockward_chaos::target::FaultKind::PauseClient])
+        {
+            assert!(
+                report.faults.contains_key(kind),
+                "{kind:?} never ran: {}",
+                summary(&report)
+            );
+        }
+        assert!(
+            report
+                .fault_log
+                .iter()
+                .all(|f| !f.proof.contains("state T seen: false")),
+            "a pause was not proved: {}",
+            summary(&report)
+        );
+        assert_eq!(
+            report.verdict,
+            "passed",
+            "I3 must be judged and I6 hold: {}",
+            summary(&report)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_register_that_ignores_fences_is_caught() {
+    let report = run(&config("sqlite", 9, true)).await.expect("the run");
+    println!("{}", summary(&report));
+    assert!(report.mutant);
+    assert_eq!(report.verdict, "failed", "I4: {}", summary(&report));
+    assert!(
+        report.stale_accepted + report.lost_updates > 0,
+        "I4: {}",
+        summary(&report)
+    );
+}
