@@ -3,6 +3,7 @@
 mod child;
 mod cron;
 mod demo;
+mod doctor;
 mod elect;
 mod exit;
 mod once;
@@ -159,6 +160,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check the store: reachable, version, round trip, clock offset, settings that weaken guarantees, and a short mutual-exclusion and fence probe.
+    #[command(
+        after_help = "Exit status: 0 when no finding is an error; 69 when the store cannot be reached; 1 for other errors."
+    )]
+    Doctor {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// One process of `lockward demo` (internal).
     #[command(hide = true)]
     DemoWorker {
@@ -244,6 +254,9 @@ async fn dispatch(cli: Cli) -> u8 {
         (None, Some(dir)) => format!("sqlite://{}", dir.path().join("locks.db").display()),
         (None, None) => format!("sqlite://{}", lockward::DEFAULT_SQLITE_PATH),
     };
+    if let Command::Doctor { json } = cli.command {
+        return doctor::doctor(&url, json).await;
+    }
     let store = match Store::open(&url).await {
         Ok(store) => store,
         Err(e) => {
@@ -375,6 +388,7 @@ async fn dispatch(cli: Cli) -> u8 {
             .await
         }
         Command::Demo { json } => demo::demo(&store, &url, json).await,
+        Command::Doctor { .. } => unreachable!("handled before the store is opened"),
         Command::DemoWorker { role, dir, run } => {
             match demo::worker::work(&store, &url, &role, &dir, &run).await {
                 Ok(()) => 0,

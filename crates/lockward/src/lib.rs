@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod doctor;
 pub mod duration;
 mod error;
 pub mod fence;

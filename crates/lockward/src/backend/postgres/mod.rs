@@ -14,7 +14,7 @@
 //! **`mode=advisory`**: session advisory locks; see [`advisory`].
 
 pub mod advisory;
-mod conn;
+pub(crate) mod conn;
 mod listen;
 
 use std::sync::Arc;

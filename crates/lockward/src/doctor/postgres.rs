@@ -1,0 +1,102 @@
+//! PostgreSQL: version, durability settings, clock, poolers.
+
+use std::time::Instant;
+
+use super::{clock_finding, local_ms, Finding, Level};
+use crate::backend::postgres::conn;
+use crate::url::{PostgresMode, PostgresUrl};
+
+pub async fn check(url: &PostgresUrl) -> Vec<Finding> {
+    let address = crate::url::StoreUrl::Postgres(url.clone()).to_string();
+    let client = match conn::open(url, &address, |_| {}, || {}).await {
+        Ok(c) => c,
+        Err(e) => return vec![Finding::new(Level::Error, "connect", e.to_string())],
+    };
+    let mut out = Vec::new();
+    let show = |name: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .query_one(&format!("SHOW {name}"), &[])
+                .await
+                .ok()
+                .map(|r| r.get::<_, String>(0))
+        }
+    };
+    if let Some(v) = show("server_version").await {
+        out.push(Finding::new(
+            Level::Ok,
+            "version",
+            format!("PostgreSQL {v}"),
+        ));
+    }
+    match show("fsync").await.as_deref() {
+        Some("off") => out.push(
+            Finding::new(
+                Level::Error,
+                "fsync",
+                "off: a crash can lose commits, fences included",
+            )
+            .advise("set fsync = on"),
+        ),
+        Some(v) => out.push(Finding::new(Level::Ok, "fsync", v)),
+        None => {}
+    }
+    match show("synchronous_commit").await.as_deref() {
+        Some("off") | Some("local") if url.mode == PostgresMode::Lease => out.push(
+            Finding::new(
+                Level::Error,
+                "synchronous_commit",
+                "off: a crash can lose the last grants and issue their fences again",
+            )
+            .advise("set synchronous_commit = on for lockward's role or database"),
+        ),
+        Some(v) => out.push(Finding::new(Level::Ok, "synchronous_commit", v)),
+        None => {}
+    }
+    let sent = Instant::now();
+    let before = local_ms();
+    if let Ok(row) = client
+        .query_one(
+            "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint",
+            &[],
+        )
+        .await
+    {
+        let rtt = sent.elapsed().as_millis() as i64;
+        out.push(clock_finding(
+            row.get::<_, i64>(0) - (before + rtt / 2),
+            rtt,
+        ));
+    }
+    // Behind a transaction-mode pooler, consecutive transactions may run on
+    // different server sessions: advisory locks then break.
+    let mut pids = Vec::new();
+    for _ in 0..4 {
+        if let Ok(row) = client.query_one("SELECT pg_backend_pid()", &[]).await {
+            pids.push(row.get::<_, i32>(0));
+        }
+    }
+    pids.dedup();
+    if pids.len() > 1 {
+        let finding = Finding::new(
+            if url.mode == PostgresMode::Advisory {
+                Level::Error
+            } else {
+                Level::Warning
+            },
+            "pooler",
+            "consecutive statements ran on different server sessions (a transaction-mode pooler)",
+        );
+        out.push(finding.advise(
+            "advisory mode needs a session of its own: connect directly or in session mode",
+        ));
+    } else {
+        out.push(Finding::new(
+            Level::Ok,
+            "pooler",
+            "one server session per connection",
+        ));
+    }
+    out
+}
