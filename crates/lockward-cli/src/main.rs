@@ -1,5 +1,6 @@
 //! `lockward`: distributed locks from the shell and from any language.
 
+mod bench;
 mod child;
 mod cron;
 mod demo;
@@ -165,6 +166,21 @@ enum Command {
         after_help = "Exit status: 0 when no finding is an error; 69 when the store cannot be reached; 1 for other errors."
     )]
     Doctor {
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure the store: uncontended latency, throughput with many clients, handoff, fairness, each beside the store's floor.
+    Bench {
+        /// Client counts to measure throughput with.
+        #[arg(long, default_value = "1,16", value_delimiter = ',')]
+        clients: Vec<usize>,
+        /// Clients on one name (`same`), each on its own (`distinct`), or `both`.
+        #[arg(long, default_value = "both")]
+        names: String,
+        /// How long each measurement runs.
+        #[arg(long, default_value = "3s", value_parser = parse_duration)]
+        duration: Duration,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -389,6 +405,24 @@ async fn dispatch(cli: Cli) -> u8 {
         }
         Command::Demo { json } => demo::demo(&store, &url, json).await,
         Command::Doctor { .. } => unreachable!("handled before the store is opened"),
+        Command::Bench {
+            clients,
+            names,
+            duration,
+            json,
+        } => {
+            bench::bench(
+                &store,
+                &url,
+                bench::BenchArgs {
+                    clients,
+                    names,
+                    duration,
+                    json,
+                },
+            )
+            .await
+        }
         Command::DemoWorker { role, dir, run } => {
             match demo::worker::work(&store, &url, &role, &dir, &run).await {
                 Ok(()) => 0,

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod bench;
 pub mod doctor;
 pub mod duration;
 mod error;

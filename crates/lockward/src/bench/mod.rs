@@ -1,0 +1,154 @@
+//! Measurements for `lockward bench` and the benchmarks: uncontended cycle
+//! latency, throughput with many clients, handoff latency, fairness, and
+//! the store's floor (one round trip of its cheapest write) measured in the
+//! same run, so each figure is also a ratio to what the store itself costs.
+
+mod floor;
+
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::options::{LockOptions, Renewal};
+use crate::store::Store;
+
+pub use floor::floor;
+
+/// The `p`-th quantile (0.0–1.0) of sorted `samples`.
+pub fn quantile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The options every measurement uses: a 10 s lease, no renewal.
+pub fn options() -> LockOptions {
+    LockOptions::new()
+        .ttl(Duration::from_secs(10))
+        .renewal(Renewal::Off)
+}
+
+/// Uncontended acquire+release cycles on one name for `run_for`: each
+/// cycle's latency, sorted.
+pub async fn cycles(store: &Store, name: &str, run_for: Duration) -> Result<Vec<Duration>> {
+    let opts = options();
+    let until = Instant::now() + run_for;
+    let mut out = Vec::new();
+    while Instant::now() < until {
+        let began = Instant::now();
+        store.try_acquire(name, &opts).await?.release().await?;
+        out.push(began.elapsed());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// What `clients` concurrent clients achieved in `run_for`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Throughput {
+    /// Concurrent clients.
+    pub clients: usize,
+    /// All on one name (`true`) or each on its own.
+    pub same_name: bool,
+    /// Cycles per second, all clients together.
+    pub cycles_per_s: f64,
+    /// Acquisitions of the client that got the fewest, and the most.
+    pub fewest: u64,
+    /// See `fewest`.
+    pub most: u64,
+    /// The longest any client waited for the lock.
+    pub longest_wait: Duration,
+}
+
+/// `clients` tasks, each with its own handle on `open()`'s store, cycle on
+/// one name or distinct names for `run_for`.
+pub async fn throughput<F, Fut>(
+    open: F,
+    prefix: &str,
+    clients: usize,
+    same_name: bool,
+    run_for: Duration,
+) -> Result<Throughput>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Store>>,
+{
+    let mut tasks = Vec::new();
+    let until = Instant::now() + run_for;
+    for i in 0..clients {
+        let store = open().await?;
+        let name = if same_name {
+            format!("{prefix}/same")
+        } else {
+            format!("{prefix}/{i}")
+        };
+        tasks.push(tokio::spawn(async move {
+            let opts = options().wait(Duration::from_secs(30));
+            let (mut n, mut longest) = (0u64, Duration::ZERO);
+            while Instant::now() < until {
+                let began = Instant::now();
+                let guard = store.acquire(&name, &opts).await?;
+                longest = longest.max(began.elapsed());
+                guard.release().await?;
+                n += 1;
+            }
+            Ok::<_, crate::Error>((n, longest))
+        }));
+    }
+    let began = Instant::now();
+    let mut counts = Vec::new();
+    let mut longest_wait = Duration::ZERO;
+    for t in tasks {
+        let (n, longest) = t.await.map_err(|e| crate::Error::Protocol {
+            address: "bench".into(),
+            message: e.to_string(),
+        })??;
+        counts.push(n);
+        longest_wait = longest_wait.max(longest);
+    }
+    let elapsed = began.elapsed().max(run_for);
+    Ok(Throughput {
+        clients,
+        same_name,
+        cycles_per_s: counts.iter().sum::<u64>() as f64 / elapsed.as_secs_f64(),
+        fewest: counts.iter().copied().min().unwrap_or(0),
+        most: counts.iter().copied().max().unwrap_or(0),
+        longest_wait,
+    })
+}
+
+/// Handoff latencies, sorted: a holder releases at a random moment while a
+/// waiter (on its own handle) waits; each sample runs from the start of the
+/// release to the waiter's successful acquire.
+pub async fn handoffs(
+    holder: &Store,
+    waiter: &Store,
+    name: &str,
+    samples: usize,
+) -> Result<Vec<Duration>> {
+    let opts = options().wait(Duration::from_secs(30));
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let held = holder.try_acquire(name, &opts).await?;
+        let (w, n, o) = (waiter.clone(), name.to_string(), opts.clone());
+        let waiting = tokio::spawn(async move {
+            let g = w.acquire(&n, &o).await?;
+            let at = Instant::now();
+            g.release().await?;
+            Ok::<_, crate::Error>(at)
+        });
+        tokio::time::sleep(
+            Duration::from_millis(2) + Duration::from_micros(fastrand::u64(0..8_000)),
+        )
+        .await;
+        let released = Instant::now();
+        held.release().await?;
+        let got = waiting.await.map_err(|e| crate::Error::Protocol {
+            address: "bench".into(),
+            message: e.to_string(),
+        })??;
+        out.push(got.saturating_duration_since(released));
+    }
+    out.sort();
+    Ok(out)
+}
