@@ -55,18 +55,20 @@ impl PostgresRegister {
     }
 }
 
-#[async_trait]
-impl FencedResource for PostgresRegister {
-    async fn write(&self, key: &str, value: &[u8], fence: u64) -> Result<()> {
+impl PostgresRegister {
+    /// One conditional upsert: `set` applies only when `fence` is at least
+    /// the stored one (a new key is inserted with `value`); otherwise
+    /// [`Error::Stale`] with the stored fence.
+    async fn upsert(&self, key: &str, value: &[u8], fence: u64, set: &str) -> Result<()> {
         let t = &self.table;
         let fence_sql =
             i64::try_from(fence).map_err(|_| Error::invalid("fence", "above i64::MAX"))?;
-        let written = self
+        let applied = self
             .client
             .query_opt(
                 &format!(
                     "INSERT INTO {t} AS r (key, value, fence) VALUES ($1, $2, $3)
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value, fence = excluded.fence
+                     ON CONFLICT (key) DO UPDATE SET {set}
                      WHERE r.fence <= excluded.fence
                      RETURNING 1"
                 ),
@@ -74,7 +76,7 @@ impl FencedResource for PostgresRegister {
             )
             .await
             .map_err(unavailable)?;
-        if written.is_some() {
+        if applied.is_some() {
             return Ok(());
         }
         let current = self
@@ -89,39 +91,22 @@ impl FencedResource for PostgresRegister {
             current,
         })
     }
+}
+
+#[async_trait]
+impl FencedResource for PostgresRegister {
+    async fn write(&self, key: &str, value: &[u8], fence: u64) -> Result<()> {
+        self.upsert(
+            key,
+            value,
+            fence,
+            "value = excluded.value, fence = excluded.fence",
+        )
+        .await
+    }
 
     async fn claim(&self, key: &str, fence: u64) -> Result<()> {
-        let t = &self.table;
-        let fence_sql =
-            i64::try_from(fence).map_err(|_| Error::invalid("fence", "above i64::MAX"))?;
-        let empty: &[u8] = &[];
-        let claimed = self
-            .client
-            .query_opt(
-                &format!(
-                    "INSERT INTO {t} AS r (key, value, fence) VALUES ($1, $2, $3)
-                     ON CONFLICT (key) DO UPDATE SET fence = excluded.fence
-                     WHERE r.fence <= excluded.fence
-                     RETURNING 1"
-                ),
-                &[&key, &empty, &fence_sql],
-            )
-            .await
-            .map_err(unavailable)?;
-        if claimed.is_some() {
-            return Ok(());
-        }
-        let current = self
-            .client
-            .query_opt(&format!("SELECT fence FROM {t} WHERE key = $1"), &[&key])
-            .await
-            .map_err(unavailable)?
-            .map_or(0, |r| r.get::<_, i64>(0) as u64);
-        Err(Error::Stale {
-            key: key.to_string(),
-            fence,
-            current,
-        })
+        self.upsert(key, &[], fence, "fence = excluded.fence").await
     }
 
     async fn read(&self, key: &str) -> Result<Option<Fenced>> {

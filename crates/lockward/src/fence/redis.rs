@@ -59,14 +59,15 @@ impl RedisRegister {
     }
 }
 
-#[async_trait]
-impl FencedResource for RedisRegister {
-    async fn write(&self, key: &str, value: &[u8], fence: u64) -> Result<()> {
-        let reply: Vec<redis::Value> = self
-            .write
-            .key(format!("{}{key}", self.prefix))
-            .arg(value)
-            .arg(fence)
+impl RedisRegister {
+    /// Runs a write or claim script: `{1}` accepted, `{0, current}` stale.
+    async fn outcome(
+        &self,
+        call: &redis::ScriptInvocation<'_>,
+        key: &str,
+        fence: u64,
+    ) -> Result<()> {
+        let reply: Vec<redis::Value> = call
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(Self::unavailable)?;
@@ -83,27 +84,20 @@ impl FencedResource for RedisRegister {
             }),
         }
     }
+}
+
+#[async_trait]
+impl FencedResource for RedisRegister {
+    async fn write(&self, key: &str, value: &[u8], fence: u64) -> Result<()> {
+        let mut call = self.write.key(format!("{}{key}", self.prefix));
+        call.arg(value).arg(fence);
+        self.outcome(&call, key, fence).await
+    }
 
     async fn claim(&self, key: &str, fence: u64) -> Result<()> {
-        let reply: Vec<redis::Value> = self
-            .claim
-            .key(format!("{}{key}", self.prefix))
-            .arg(fence)
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(Self::unavailable)?;
-        match reply.first().and_then(crate::backend::redis::int) {
-            Some(1) => Ok(()),
-            _ => Err(Error::Stale {
-                key: key.to_string(),
-                fence,
-                current: reply
-                    .get(1)
-                    .and_then(crate::backend::redis::int)
-                    .and_then(|c| u64::try_from(c).ok())
-                    .unwrap_or(0),
-            }),
-        }
+        let mut call = self.claim.key(format!("{}{key}", self.prefix));
+        call.arg(fence);
+        self.outcome(&call, key, fence).await
     }
 
     async fn read(&self, key: &str) -> Result<Option<Fenced>> {

@@ -70,9 +70,11 @@ fn unavailable(address: &str, message: String) -> Error {
     }
 }
 
-#[async_trait]
-impl FencedResource for SqliteRegister {
-    async fn write(&self, key: &str, value: &[u8], fence: u64) -> Result<()> {
+impl SqliteRegister {
+    /// One conditional upsert: `set` applies only when `fence` is at least
+    /// the stored one (a new key is inserted with `value`); otherwise
+    /// [`Error::Stale`] with the stored fence.
+    async fn upsert(&self, key: &str, value: &[u8], fence: u64, set: &'static str) -> Result<()> {
         let (k, v) = (key.to_string(), value.to_vec());
         let fence_sql =
             i64::try_from(fence).map_err(|_| Error::invalid("fence", "above i64::MAX"))?;
@@ -81,7 +83,7 @@ impl FencedResource for SqliteRegister {
                 let changed = conn
                     .prepare_cached(&format!(
                         "INSERT INTO {t} (key, value, fence) VALUES (?1, ?2, ?3)
-                         ON CONFLICT (key) DO UPDATE SET value = excluded.value, fence = excluded.fence
+                         ON CONFLICT (key) DO UPDATE SET {set}
                          WHERE fence <= excluded.fence"
                     ))?
                     .execute(params![k, v, fence_sql])?;
@@ -102,36 +104,22 @@ impl FencedResource for SqliteRegister {
             }),
         }
     }
+}
+
+#[async_trait]
+impl FencedResource for SqliteRegister {
+    async fn write(&self, key: &str, value: &[u8], fence: u64) -> Result<()> {
+        self.upsert(
+            key,
+            value,
+            fence,
+            "value = excluded.value, fence = excluded.fence",
+        )
+        .await
+    }
 
     async fn claim(&self, key: &str, fence: u64) -> Result<()> {
-        let k = key.to_string();
-        let fence_sql =
-            i64::try_from(fence).map_err(|_| Error::invalid("fence", "above i64::MAX"))?;
-        let refused = self
-            .run(move |conn, t| {
-                let changed = conn
-                    .prepare_cached(&format!(
-                        "INSERT INTO {t} (key, value, fence) VALUES (?1, X'', ?2)
-                         ON CONFLICT (key) DO UPDATE SET fence = excluded.fence
-                         WHERE fence <= excluded.fence"
-                    ))?
-                    .execute(params![k, fence_sql])?;
-                if changed == 1 {
-                    return Ok(None);
-                }
-                conn.prepare_cached(&format!("SELECT fence FROM {t} WHERE key = ?1"))?
-                    .query_row([&k], |r| r.get::<_, i64>(0))
-                    .optional()
-            })
-            .await?;
-        match refused {
-            None => Ok(()),
-            Some(current) => Err(Error::Stale {
-                key: key.to_string(),
-                fence,
-                current: current as u64,
-            }),
-        }
+        self.upsert(key, &[], fence, "fence = excluded.fence").await
     }
 
     async fn read(&self, key: &str) -> Result<Option<Fenced>> {
