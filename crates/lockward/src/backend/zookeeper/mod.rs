@@ -312,6 +312,12 @@ impl ZookeeperBackend {
         }
     }
 
+    /// The data and stat of `path` (`NoNode` and the like as the inner
+    /// error).
+    async fn data(&self, path: &str) -> Result<ZkResult<(Vec<u8>, zk::Stat)>> {
+        self.ask(true, |c| c.get_data(path)).await
+    }
+
     /// The children of `path`; `None` when it does not exist.
     async fn children(&self, path: &str) -> Result<Option<Vec<String>>> {
         match self
@@ -682,13 +688,7 @@ impl Backend for ZookeeperBackend {
             return Ok(None);
         };
         let path = format!("{lock}/{first}");
-        let (data, stat) = match self
-            .ask(true, |c| {
-                let path = path.clone();
-                async move { c.get_data(&path).await }
-            })
-            .await?
-        {
+        let (data, stat) = match self.data(&path).await? {
             Ok(found) => found,
             // Released in between.
             Err(zk::Error::NoNode) => return Ok(None),
@@ -751,13 +751,7 @@ impl Backend for ZookeeperBackend {
         if self.create_record(&path, &data).await? {
             return Ok(true);
         }
-        let (old, stat) = match self
-            .ask(true, |c| {
-                let path = path.clone();
-                async move { c.get_data(&path).await }
-            })
-            .await?
-        {
+        let (old, stat) = match self.data(&path).await? {
             Ok(found) => found,
             Err(zk::Error::NoNode) => return self.create_record(&path, &data).await,
             Err(e) => return Err(self.fail(e)),
@@ -808,13 +802,7 @@ impl Backend for ZookeeperBackend {
     /// against the node's `mtime` by this host's clock.
     async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
         let path = paths::versioned_path(&self.root, key.as_str());
-        match self
-            .ask(true, |c| {
-                let path = path.clone();
-                async move { c.get_data(&path).await }
-            })
-            .await?
-        {
+        match self.data(&path).await? {
             Ok((data, stat)) => {
                 Ok(
                     live_record(&data, &stat, now_millis()).map(|value| {
@@ -871,12 +859,7 @@ impl Backend for ZookeeperBackend {
                 Ok((stat, _)) => return Ok(Some(stat.version as u64 + 1)),
                 Err(zk::Error::NoNode) => self.make_parents(&dir).await?,
                 Err(zk::Error::NodeExists) => {
-                    let found = self
-                        .ask(true, |c| {
-                            let path = path.clone();
-                            async move { c.get_data(&path).await }
-                        })
-                        .await?;
+                    let found = self.data(&path).await?;
                     let (old, stat) = match found {
                         Ok(found) => found,
                         Err(zk::Error::NoNode) => continue,
@@ -909,13 +892,7 @@ impl Backend for ZookeeperBackend {
                 continue;
             };
             let path = format!("{dir}/{child}");
-            match self
-                .ask(true, |c| {
-                    let path = path.clone();
-                    async move { c.get_data(&path).await }
-                })
-                .await?
-            {
+            match self.data(&path).await? {
                 Ok((data, stat)) => {
                     if let Some(value) = live_record(&data, &stat, now) {
                         out.push((key, value));
