@@ -173,7 +173,7 @@ enum Command {
     /// Measure the store: uncontended latency, throughput with many clients, handoff, fairness, each beside the store's floor.
     Bench {
         /// Client counts to measure throughput with.
-        #[arg(long, default_value = "1,16", value_delimiter = ',')]
+        #[arg(long, default_value = "1,16,256", value_delimiter = ',')]
         clients: Vec<usize>,
         /// Clients on one name (`same`), each on its own (`distinct`), or `both`.
         #[arg(long, default_value = "both")]
@@ -181,6 +181,15 @@ enum Command {
         /// How long each measurement runs.
         #[arg(long, default_value = "3s", value_parser = parse_duration)]
         duration: Duration,
+        /// Locks to hold at once on distinct names for the scale figures (0 skips).
+        #[arg(long, default_value_t = 10_000)]
+        scale: usize,
+        /// The election lease for the failover figures (0 skips).
+        #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
+        failover_lease: Duration,
+        /// Also draw latency by percentile and throughput by clients to FILE.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<std::path::PathBuf>,
         /// Print JSON for scripts.
         #[arg(long)]
         json: bool,
@@ -409,6 +418,9 @@ async fn dispatch(cli: Cli) -> u8 {
             clients,
             names,
             duration,
+            scale,
+            failover_lease,
+            svg,
             json,
         } => {
             bench::bench(
@@ -418,6 +430,9 @@ async fn dispatch(cli: Cli) -> u8 {
                     clients,
                     names,
                     duration,
+                    scale,
+                    failover_lease,
+                    svg,
                     json,
                 },
             )

@@ -1,5 +1,7 @@
-//! `lockward bench --json` on every store: every figure is measured, and
-//! server stores report their floor and the ratio to it.
+//! `lockward bench --json --svg` on every store: every figure is measured,
+//! server stores report their floor and the ratio to it, the scale run
+//! holds every lock it was asked for, both failovers are timed with real
+//! `lockward elect` processes, and the plot has every line.
 
 mod common;
 
@@ -12,9 +14,18 @@ fn bench_on_every_store() {
     let dir = tempfile::tempdir().unwrap();
     let every = every_store(dir.path());
     for store in &every.urls {
+        // kill -9 failover on ZooKeeper waits for the dead leader's session.
+        let store = if store.starts_with("zk://") && !store.contains('?') {
+            format!("{store}?session_timeout=2s")
+        } else {
+            store.clone()
+        };
+        let svg = dir.path().join("bench.svg");
         let out = Command::new(lockward())
-            .args(["--store", store, "bench", "--json"])
+            .args(["--store", &store, "bench", "--json"])
             .args(["--duration", "300ms", "--clients", "1,4"])
+            .args(["--scale", "300", "--failover-lease", "1s", "--svg"])
+            .arg(&svg)
             .output()
             .unwrap();
         assert!(
@@ -27,6 +38,7 @@ fn bench_on_every_store() {
             assert!(r[field].as_f64().unwrap() > 0.0, "{store}: {field}: {r}");
         }
         assert!(r["p99_us"].as_f64() >= r["p50_us"].as_f64(), "{r}");
+        assert!(r["max_us"].as_f64() >= r["p999_us"].as_f64(), "{r}");
         assert_eq!(r["throughput"].as_array().unwrap().len(), 4, "{r}");
         let embedded = store.starts_with("sqlite");
         assert_eq!(r["floor_rtt_us"].is_null(), embedded, "{store}: {r}");
@@ -34,8 +46,71 @@ fn bench_on_every_store() {
             let ratio = r["ratio_to_floor"].as_f64().unwrap();
             assert!(
                 ratio > 0.0 && ratio < 2.0,
-                "{store}: a cycle is at least one round trip: {r}"
+                "{store}: a cycle is at least two round trips: {r}"
             );
         }
+
+        let scale = &r["scale"];
+        if store.contains("mode=advisory") {
+            // One connection per held lock: max_connections is the limit,
+            // and the run says so rather than failing.
+            let locks = scale["locks"].as_u64().unwrap();
+            assert!(locks > 0, "{store}: {scale}");
+            assert!(
+                locks == 300 || scale["stopped"].is_string(),
+                "{store}: {scale}"
+            );
+        } else {
+            assert_eq!(scale["locks"], 300, "{store}: {scale}");
+            assert!(scale["stopped"].is_null(), "{store}: {scale}");
+            assert!(scale["cycles_per_s_while_held"].as_f64().unwrap() > 0.0);
+        }
+        if store.starts_with("redis://") {
+            let ratio = scale["ratio_to_bare_key"].as_f64().unwrap();
+            assert!(ratio > 0.5 && ratio < 3.0, "{store}: {scale}");
+        }
+
+        let failover = &r["failover"];
+        let killed = failover["after_kill_ms"].as_f64().unwrap_or_else(|| {
+            panic!("{store}: no failover: {failover}");
+        });
+        let resigned = failover["after_resign_ms"].as_f64().unwrap();
+        assert!(
+            resigned < 1_000.0,
+            "{store}: a resign hands over at once: {failover}"
+        );
+        if store.contains("mode=advisory") {
+            // The server ends a dead holder's session lock at once.
+            assert!(killed < 1_000.0, "{store}: {failover}");
+        } else {
+            // The lease (1 s, or the 2 s ZooKeeper session) has to run out.
+            assert!(killed > 300.0 && killed < 8_000.0, "{store}: {failover}");
+            assert!(resigned < killed, "{store}: {failover}");
+        }
+
+        let plot = std::fs::read_to_string(&svg).unwrap();
+        assert!(plot.starts_with("<svg"), "{store}");
+        // Cycle, handoff and cycle-while-held; one name and distinct names.
+        assert_eq!(plot.matches("<polyline").count(), 5, "{store}");
+        assert!(!plot.contains("NaN") && !plot.contains("inf"), "{store}");
+    }
+}
+
+#[test]
+fn bench_refuses_bad_arguments_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("l.db").display());
+    for args in [
+        vec!["--clients", "0"],
+        vec!["--names", "some"],
+        vec!["--svg", "/nonexistent-dir/x.svg"],
+    ] {
+        let out = Command::new(lockward())
+            .args(["--store", &store, "bench"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod doctor;
 pub mod duration;

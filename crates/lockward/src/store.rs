@@ -116,6 +116,13 @@ impl Store {
         self.backend.capabilities()
     }
 
+    /// The longest TTL this store accepts, when it bounds it: on ZooKeeper
+    /// the session timeout the servers granted (a lock cannot outlive its
+    /// session); `None` elsewhere.
+    pub fn max_ttl(&self) -> Option<Duration> {
+        self.backend.max_ttl()
+    }
+
     /// The store's address, password redacted.
     pub fn address(&self) -> String {
         self.backend.address()

@@ -156,6 +156,12 @@ pub trait Backend: Send + Sync + 'static {
     /// The store's address for messages, with any password redacted.
     fn address(&self) -> String;
 
+    /// The longest TTL a lock may have here, when the store bounds it
+    /// (ZooKeeper: the session timeout).
+    fn max_ttl(&self) -> Option<Duration> {
+        None
+    }
+
     /// One attempt, without waiting.
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt>;
 

@@ -32,9 +32,11 @@ pub async fn floor(url: &StoreUrl, samples: usize) -> Option<Duration> {
             None
         }
     };
-    let mut times = times?;
-    times.sort();
-    Some(super::quantile(&times, 0.5))
+    let mut latencies = super::Latencies::new();
+    for t in times? {
+        latencies.record(t);
+    }
+    Some(latencies.quantile(0.5))
 }
 
 #[cfg(feature = "redis")]

@@ -4,6 +4,9 @@
 //! same run, so each figure is also a ratio to what the store itself costs.
 
 mod floor;
+mod latencies;
+mod memory;
+mod scale;
 
 use std::time::{Duration, Instant};
 
@@ -12,34 +15,31 @@ use crate::options::{LockOptions, Renewal};
 use crate::store::Store;
 
 pub use floor::floor;
+pub use latencies::{Latencies, CURVE_QUANTILES};
+pub use memory::{server_memory, ServerMemory};
+pub use scale::{scale, Scale};
 
-/// The `p`-th quantile (0.0–1.0) of sorted `samples`.
-pub fn quantile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+/// The options every measurement on `store` uses: no renewal, and a lease
+/// of `ttl` or the longest the store allows.
+pub fn options(store: &Store, ttl: Duration) -> LockOptions {
+    let ttl = store.max_ttl().map_or(ttl, |max| ttl.min(max));
+    LockOptions::new().ttl(ttl).renewal(Renewal::Off)
 }
 
-/// The options every measurement uses: a 10 s lease, no renewal.
-pub fn options() -> LockOptions {
-    LockOptions::new()
-        .ttl(Duration::from_secs(10))
-        .renewal(Renewal::Off)
-}
+/// The lease of the short measurements.
+const MEASURE_TTL: Duration = Duration::from_secs(10);
 
 /// Uncontended acquire+release cycles on one name for `run_for`: each
-/// cycle's latency, sorted.
-pub async fn cycles(store: &Store, name: &str, run_for: Duration) -> Result<Vec<Duration>> {
-    let opts = options();
+/// cycle's latency.
+pub async fn cycles(store: &Store, name: &str, run_for: Duration) -> Result<Latencies> {
+    let opts = options(store, MEASURE_TTL);
     let until = Instant::now() + run_for;
-    let mut out = Vec::new();
+    let mut out = Latencies::new();
     while Instant::now() < until {
         let began = Instant::now();
         store.try_acquire(name, &opts).await?.release().await?;
-        out.push(began.elapsed());
+        out.record(began.elapsed());
     }
-    out.sort();
     Ok(out)
 }
 
@@ -83,7 +83,7 @@ where
             format!("{prefix}/{i}")
         };
         tasks.push(tokio::spawn(async move {
-            let opts = options().wait(Duration::from_secs(30));
+            let opts = options(&store, MEASURE_TTL).wait(Duration::from_secs(30));
             let (mut n, mut longest) = (0u64, Duration::ZERO);
             while Instant::now() < until {
                 let began = Instant::now();
@@ -99,10 +99,7 @@ where
     let mut counts = Vec::new();
     let mut longest_wait = Duration::ZERO;
     for t in tasks {
-        let (n, longest) = t.await.map_err(|e| crate::Error::Protocol {
-            address: "bench".into(),
-            message: e.to_string(),
-        })??;
+        let (n, longest) = t.await.map_err(joined)??;
         counts.push(n);
         longest_wait = longest_wait.max(longest);
     }
@@ -117,7 +114,7 @@ where
     })
 }
 
-/// Handoff latencies, sorted: a holder releases at a random moment while a
+/// Handoff latencies: a holder releases at a random moment while a
 /// waiter (on its own handle) waits; each sample runs from the start of the
 /// release to the waiter's successful acquire.
 pub async fn handoffs(
@@ -125,9 +122,9 @@ pub async fn handoffs(
     waiter: &Store,
     name: &str,
     samples: usize,
-) -> Result<Vec<Duration>> {
-    let opts = options().wait(Duration::from_secs(30));
-    let mut out = Vec::with_capacity(samples);
+) -> Result<Latencies> {
+    let opts = options(holder, MEASURE_TTL).wait(Duration::from_secs(30));
+    let mut out = Latencies::new();
     for _ in 0..samples {
         let held = holder.try_acquire(name, &opts).await?;
         let (w, n, o) = (waiter.clone(), name.to_string(), opts.clone());
@@ -143,12 +140,16 @@ pub async fn handoffs(
         .await;
         let released = Instant::now();
         held.release().await?;
-        let got = waiting.await.map_err(|e| crate::Error::Protocol {
-            address: "bench".into(),
-            message: e.to_string(),
-        })??;
-        out.push(got.saturating_duration_since(released));
+        let got = waiting.await.map_err(joined)??;
+        out.record(got.saturating_duration_since(released));
     }
-    out.sort();
     Ok(out)
+}
+
+/// A measuring task that panicked or was cancelled, as an error.
+fn joined(e: tokio::task::JoinError) -> crate::Error {
+    crate::Error::Protocol {
+        address: "bench".into(),
+        message: e.to_string(),
+    }
 }

@@ -20,7 +20,7 @@ mod probe;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "zookeeper")]
-mod zookeeper;
+pub(crate) mod zookeeper;
 
 use crate::store::Store;
 use crate::url::StoreUrl;

@@ -10,7 +10,7 @@ use crate::url::ZookeeperUrl;
 
 /// A four-letter command's answer ("" when the node does not answer, or
 /// does not allow the command).
-async fn four_letter(host: &str, port: u16, command: &str) -> String {
+pub(crate) async fn four_letter(host: &str, port: u16, command: &str) -> String {
     let talk = async {
         let mut s = tokio::net::TcpStream::connect((host, port)).await.ok()?;
         s.write_all(command.as_bytes()).await.ok()?;

@@ -535,6 +535,10 @@ fn live_record(data: &[u8], stat: &zk::Stat, now: i64) -> Option<String> {
 
 #[async_trait]
 impl Backend for ZookeeperBackend {
+    fn max_ttl(&self) -> Option<Duration> {
+        Some(self.session.timeout())
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fifo: true,

@@ -1,0 +1,155 @@
+//! Leader failover of `lockward elect`, measured with real processes: a
+//! leader and a waiting candidate; the time from the leader's end (kill -9,
+//! or SIGTERM, which makes it resign) to the candidate's command starting.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Both failover times of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Failover {
+    /// The leader killed with SIGKILL: its lease has to run out.
+    pub after_kill: Duration,
+    /// The leader sent SIGTERM: its command stops and it resigns.
+    pub after_resign: Duration,
+}
+
+/// One `lockward elect` process whose command records, in a file named
+/// after the candidate, the wall-clock moment it started.
+struct Candidate {
+    child: Child,
+    marker: PathBuf,
+}
+
+impl Candidate {
+    /// Starts candidate `id` and returns once it is campaigning.
+    async fn start(
+        url: &str,
+        name: &str,
+        id: &str,
+        lease: Duration,
+        dir: &Path,
+    ) -> Result<Self, String> {
+        let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find lockward itself: {e}"))?;
+        let mut child = Command::new(exe)
+            .args(["--store", url, "elect", name, "--identity", id])
+            .args([
+                "--lease",
+                &ms(lease),
+                "--renew-deadline",
+                &ms(lease * 2 / 3),
+            ])
+            .args(["--retry", &ms(lease / 6), "--", "sh", "-c"])
+            .arg("date +%s%N > \"$0/$LOCKWARD_IDENTITY\"; exec sleep 3600")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start lockward elect: {e}"))?;
+        let stderr = child.stderr.take().expect("piped");
+        let (campaigning, wait) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            let mut campaigning = Some(campaigning);
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("campaigns for") {
+                    if let Some(tx) = campaigning.take() {
+                        let _ = tx.send(());
+                    }
+                }
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(20), wait)
+            .await
+            .map_err(|_| format!("candidate {id} did not start campaigning within 20 s"))?
+            .map_err(|_| format!("candidate {id} exited before campaigning"))?;
+        // Its first acquire attempt is on its way once the line is out.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        Ok(Self {
+            child,
+            marker: dir.join(id),
+        })
+    }
+
+    /// When its command started, as nanoseconds since the epoch, waiting up
+    /// to `within`.
+    async fn led_at(&self, within: Duration) -> Result<u128, String> {
+        let until = tokio::time::Instant::now() + within;
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&self.marker) {
+                if let Ok(ns) = text.trim().parse() {
+                    return Ok(ns);
+                }
+            }
+            if tokio::time::Instant::now() > until {
+                return Err(format!(
+                    "{} did not become leader within {within:?}",
+                    self.marker.display()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Sends `signal` to the lockward process and returns the moment.
+    fn signal(&self, signal: libc::c_int) -> u128 {
+        let at = now_ns();
+        if let Some(pid) = self.child.id() {
+            // SAFETY: kill(2) on a child this process started and still owns.
+            unsafe { libc::kill(pid as libc::pid_t, signal) };
+        }
+        at
+    }
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos()
+}
+
+fn between(from: u128, to: u128) -> Duration {
+    Duration::from_nanos(u64::try_from(to.saturating_sub(from)).unwrap_or(u64::MAX))
+}
+
+/// Measures both failovers on election `name` with a lease of `lease`;
+/// `settle` bounds each wait (the lease, or a ZooKeeper session, must run
+/// out after a kill).
+pub async fn failover(
+    url: &str,
+    name: &str,
+    lease: Duration,
+    settle: Duration,
+) -> Result<Failover, String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot make a directory: {e}"))?;
+    let first = Candidate::start(url, name, "first", lease, dir.path()).await?;
+    first.led_at(settle).await?;
+    let second = Candidate::start(url, name, "second", lease, dir.path()).await?;
+    let killed = first.signal(libc::SIGKILL);
+    let after_kill = between(killed, second.led_at(settle).await?);
+    let third = Candidate::start(url, name, "third", lease, dir.path()).await?;
+    let resigned = second.signal(libc::SIGTERM);
+    let after_resign = between(resigned, third.led_at(settle).await?);
+    third.signal(libc::SIGTERM);
+    for mut c in [first, second, third] {
+        if tokio::time::timeout(Duration::from_secs(10), c.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = c.child.kill().await;
+        }
+    }
+    Ok(Failover {
+        after_kill,
+        after_resign,
+    })
+}

@@ -1,0 +1,189 @@
+//! `lockward bench`: the store's figures, each beside the store's own floor
+//! measured in the same run.
+
+mod failover;
+mod report;
+mod svg;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use lockward::bench::{self, Latencies, Scale, Throughput};
+use lockward::{Store, StoreUrl};
+
+use crate::exit;
+pub use failover::Failover;
+
+/// What `bench` was asked to measure.
+pub struct BenchArgs {
+    pub clients: Vec<usize>,
+    pub names: String,
+    pub duration: Duration,
+    /// Locks to hold at once for the scale figures (0: skip).
+    pub scale: usize,
+    /// The election lease for the failover figures (zero: skip).
+    pub failover_lease: Duration,
+    pub svg: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// Everything one run measured.
+pub struct Results {
+    pub store: String,
+    pub duration: Duration,
+    /// One round trip of the store's cheapest write.
+    pub floor: Option<Duration>,
+    pub cycles: Latencies,
+    pub handoffs: Latencies,
+    pub throughput: Vec<Throughput>,
+    pub scale: Option<Result<Scale, String>>,
+    pub failover: Option<Result<Failover, String>>,
+    pub failover_lease: Duration,
+}
+
+pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
+    let parsed = match StoreUrl::parse(url) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::USAGE;
+        }
+    };
+    let same = match args.names.as_str() {
+        "same" => vec![true],
+        "distinct" => vec![false],
+        "both" => vec![true, false],
+        other => {
+            eprintln!("lockward: --names {other:?}: use same, distinct or both");
+            return exit::USAGE;
+        }
+    };
+    if args.clients.contains(&0) {
+        eprintln!("lockward: --clients: a client count must be at least 1");
+        return exit::USAGE;
+    }
+    // Fail before a long run, not after it, when the plot cannot be written.
+    if let Some(path) = &args.svg {
+        if let Err(e) = std::fs::write(path, "") {
+            eprintln!("lockward: --svg {}: {e}", path.display());
+            return exit::USAGE;
+        }
+    }
+    let prefix = format!("lockward-bench/{:x}", fastrand::u64(..));
+    let steps = 3 + args.clients.len() * same.len() + 2;
+    let bar = progress_bar(steps as u64);
+
+    bar.set_message("the store's floor");
+    let floor = bench::floor(&parsed, 200).await;
+    bar.inc(1);
+    bar.set_message("uncontended cycles");
+    let cycles = match bench::cycles(store, &format!("{prefix}/cycle"), args.duration).await {
+        Ok(c) => c,
+        Err(e) => {
+            bar.finish_and_clear();
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    bar.inc(1);
+    bar.set_message("handoff");
+    let handoffs = match Store::open(url).await {
+        Ok(other) => bench::handoffs(store, &other, &format!("{prefix}/handoff"), 100).await,
+        Err(e) => Err(e),
+    };
+    let handoffs = match handoffs {
+        Ok(h) => h,
+        Err(e) => {
+            bar.finish_and_clear();
+            eprintln!("lockward: handoff: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    bar.inc(1);
+    let mut throughput = Vec::new();
+    for &n in &args.clients {
+        for &same_name in &same {
+            let names = if same_name {
+                "one name"
+            } else {
+                "distinct names"
+            };
+            bar.set_message(format!("{n} clients, {names}"));
+            let run =
+                bench::throughput(|| Store::open(url), &prefix, n, same_name, args.duration).await;
+            match run {
+                Ok(t) => throughput.push(t),
+                Err(e) => bar.println(format!("lockward: {n} clients: {e}")),
+            }
+            bar.inc(1);
+        }
+    }
+    bar.set_message(format!("{} locks held at once", args.scale));
+    let scale = (args.scale > 0).then_some(());
+    let scale = match scale {
+        Some(()) => Some(
+            bench::scale(
+                || Store::open(url),
+                &parsed,
+                &prefix,
+                args.scale,
+                32,
+                args.duration,
+            )
+            .await
+            .map_err(|e| e.to_string()),
+        ),
+        None => None,
+    };
+    bar.inc(1);
+    bar.set_message("leader failover");
+    let failover = if args.failover_lease.is_zero() {
+        None
+    } else if parsed == StoreUrl::Memory {
+        Some(Err(
+            "memory:// lives in one process; failover needs two".to_string()
+        ))
+    } else {
+        // A ZooKeeper lease cannot end before its session does.
+        let settle = args.failover_lease * 3 + Duration::from_secs(40);
+        let name = format!("{prefix}/election");
+        Some(failover::failover(url, &name, args.failover_lease, settle).await)
+    };
+    bar.inc(1);
+    bar.finish_and_clear();
+
+    let results = Results {
+        store: store.address().to_string(),
+        duration: args.duration,
+        floor,
+        cycles,
+        handoffs,
+        throughput,
+        scale,
+        failover,
+        failover_lease: args.failover_lease,
+    };
+    if let Some(path) = &args.svg {
+        if let Err(e) = std::fs::write(path, report::svg(&results)) {
+            eprintln!("lockward: cannot write {}: {e}", path.display());
+            return exit::SOFTWARE;
+        }
+    }
+    if args.json {
+        println!("{}", report::json(&results));
+    } else {
+        print!("{}", report::table(&results));
+    }
+    0
+}
+
+/// A bar on stderr; hidden when stderr is not a terminal.
+fn progress_bar(steps: u64) -> ProgressBar {
+    let bar = ProgressBar::new(steps);
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed:>4} {msg}") {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}

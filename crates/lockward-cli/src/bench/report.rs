@@ -1,0 +1,245 @@
+//! How a bench run is shown: a table, one JSON object, or an SVG.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::svg::{latency_series, render, Series};
+use super::Results;
+use lockward::bench::Latencies;
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+impl Results {
+    fn cycles_per_s(&self) -> f64 {
+        self.cycles.len() as f64 / self.duration.as_secs_f64().max(1e-9)
+    }
+
+    /// The floor of a cycle (two round trips: acquire, release) over the
+    /// cycle's median: 1.0 would be as fast as the store allows.
+    fn ratio_to_floor(&self) -> Option<f64> {
+        let p50 = us(self.cycles.quantile(0.5));
+        self.floor.map(|f| 2.0 * us(f) / p50.max(1e-9))
+    }
+}
+
+fn curve(l: &Latencies) -> Value {
+    l.curve()
+        .into_iter()
+        .map(|(q, d)| json!([q, us(d)]))
+        .collect()
+}
+
+/// One JSON object; the fields scripts rely on are at the top level.
+pub fn json(r: &Results) -> Value {
+    let throughput: Vec<Value> = r
+        .throughput
+        .iter()
+        .map(|t| {
+            json!({
+                "clients": t.clients,
+                "names": if t.same_name { "same" } else { "distinct" },
+                "cycles_per_s": t.cycles_per_s,
+                "fewest_per_client": t.fewest,
+                "most_per_client": t.most,
+                "longest_wait_us": us(t.longest_wait),
+            })
+        })
+        .collect();
+    let scale = r.scale.as_ref().map(|s| match s {
+        Ok(s) => json!({
+            "locks": s.locks,
+            "acquisitions_per_s": s.acquisitions_per_s,
+            "bytes_per_lock": s.bytes_per_lock.map(|b| b.0),
+            "measured": s.bytes_per_lock.map(|b| b.1),
+            "bare_key_bytes": s.bare_key_bytes,
+            "ratio_to_bare_key": s.bytes_per_lock.zip(s.bare_key_bytes).map(|(b, k)| b.0 / k),
+            "cycles_per_s_while_held": s.cycles_while_held.len() as f64 / r.duration.as_secs_f64(),
+            "p50_us_while_held": us(s.cycles_while_held.quantile(0.5)),
+            "stopped": s.stopped,
+        }),
+        Err(e) => json!({ "error": e }),
+    });
+    let failover = r.failover.as_ref().map(|f| match f {
+        Ok(f) => json!({
+            "lease_ms": ms(r.failover_lease),
+            "after_kill_ms": ms(f.after_kill),
+            "after_resign_ms": ms(f.after_resign),
+        }),
+        Err(e) => json!({ "error": e }),
+    });
+    json!({
+        "store": r.store,
+        "duration_s": r.duration.as_secs_f64(),
+        "floor_rtt_us": r.floor.map(us),
+        "cycles_per_s": r.cycles_per_s(),
+        "samples": r.cycles.len(),
+        "p50_us": us(r.cycles.quantile(0.5)),
+        "p99_us": us(r.cycles.quantile(0.99)),
+        "p999_us": us(r.cycles.quantile(0.999)),
+        "max_us": us(r.cycles.max()),
+        "handoff_p50_us": us(r.handoffs.quantile(0.5)),
+        "handoff_p99_us": us(r.handoffs.quantile(0.99)),
+        "ratio_to_floor": r.ratio_to_floor(),
+        "throughput": throughput,
+        "scale": scale,
+        "failover": failover,
+        "latency_curves": { "cycle": curve(&r.cycles), "handoff": curve(&r.handoffs) },
+    })
+}
+
+/// The table printed at the end of a run.
+pub fn table(r: &Results) -> String {
+    let mut out = String::new();
+    let line = |out: &mut String, text: String| {
+        let _ = writeln!(out, "{text}");
+    };
+    line(
+        &mut out,
+        format!(
+            "lockward bench on {} ({:?} per measurement)",
+            r.store, r.duration
+        ),
+    );
+    line(
+        &mut out,
+        match r.floor {
+            Some(f) => format!(
+                "floor: one round trip of the cheapest write   {:>9.1} µs",
+                us(f)
+            ),
+            None => "floor: none (embedded store)".to_string(),
+        },
+    );
+    let c = &r.cycles;
+    line(
+        &mut out,
+        format!(
+            "uncontended acquire+release  p50 {:>9.1} µs  p99 {:>9.1} µs  p99.9 {:>9.1} µs  {:>8.0} cycles/s",
+            us(c.quantile(0.5)),
+            us(c.quantile(0.99)),
+            us(c.quantile(0.999)),
+            r.cycles_per_s()
+        ),
+    );
+    if let Some(ratio) = r.ratio_to_floor() {
+        line(
+            &mut out,
+            format!("  of the floor (two round trips per cycle): {ratio:.2}"),
+        );
+    }
+    let h = &r.handoffs;
+    line(
+        &mut out,
+        format!(
+            "handoff                      p50 {:>9.1} µs  p99 {:>9.1} µs{}",
+            us(h.quantile(0.5)),
+            us(h.quantile(0.99)),
+            r.floor.map_or(String::new(), |f| format!(
+                "  ({:.1} floor round trips)",
+                us(h.quantile(0.5)) / us(f)
+            ))
+        ),
+    );
+    for t in &r.throughput {
+        line(
+            &mut out,
+            format!(
+                "{:>4} clients, {:<8} names  {:>9.0} cycles/s  per client {}–{}  longest wait {:.1} ms",
+                t.clients,
+                if t.same_name { "one" } else { "distinct" },
+                t.cycles_per_s,
+                t.fewest,
+                t.most,
+                ms(t.longest_wait)
+            ),
+        );
+    }
+    match &r.scale {
+        Some(Ok(s)) => {
+            line(
+                &mut out,
+                format!(
+                    "{} locks held at once: taken at {:.0}/s",
+                    s.locks, s.acquisitions_per_s
+                ),
+            );
+            if let Some((bytes, what)) = s.bytes_per_lock {
+                let bare = s.bare_key_bytes.map_or(String::new(), |k| {
+                    format!("; a bare SET NX PX key {k:.0} B: {:.2}×", bytes / k)
+                });
+                line(
+                    &mut out,
+                    format!("  server bytes per lock ({what}) {bytes:.0} B{bare}"),
+                );
+            }
+            line(
+                &mut out,
+                format!(
+                    "  while held: uncontended cycles {:.0}/s, p50 {:.1} µs",
+                    s.cycles_while_held.len() as f64 / r.duration.as_secs_f64(),
+                    us(s.cycles_while_held.quantile(0.5))
+                ),
+            );
+            if let Some(why) = &s.stopped {
+                line(&mut out, format!("  stopped early: {why}"));
+            }
+        }
+        Some(Err(e)) => line(&mut out, format!("scale: {e}")),
+        None => {}
+    }
+    match &r.failover {
+        Some(Ok(f)) => line(
+            &mut out,
+            format!(
+                "leader failover (lockward elect, lease {:?}): after kill -9 {:.0} ms, after resign {:.1} ms",
+                r.failover_lease,
+                ms(f.after_kill),
+                ms(f.after_resign)
+            ),
+        ),
+        Some(Err(e)) => line(&mut out, format!("leader failover: {e}")),
+        None => {}
+    }
+    out
+}
+
+/// Latency by percentile (cycle, handoff, cycle while many are held) and
+/// throughput against clients (one name, distinct names).
+pub fn svg(r: &Results) -> String {
+    let mut latency = vec![
+        latency_series("acquire+release", &r.cycles.curve()),
+        latency_series("handoff", &r.handoffs.curve()),
+    ];
+    if let Some(Ok(s)) = &r.scale {
+        let label = format!("acquire+release, {} held", s.locks);
+        latency.push(latency_series(&label, &s.cycles_while_held.curve()));
+    }
+    let mut throughput = Vec::new();
+    for (same, label) in [(true, "one name"), (false, "distinct names")] {
+        let points: Vec<(f64, f64)> = r
+            .throughput
+            .iter()
+            .filter(|t| t.same_name == same)
+            .map(|t| (t.clients as f64, t.cycles_per_s))
+            .collect();
+        if !points.is_empty() {
+            throughput.push(Series {
+                label: label.to_string(),
+                points,
+            });
+        }
+    }
+    render(
+        &format!("lockward bench: {}", r.store),
+        &latency,
+        &throughput,
+    )
+}
