@@ -10,3 +10,7 @@ export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo test --workspace --all-features
+# The side-by-side benchmark is its own workspace (see its Cargo.toml):
+# checked here so it keeps building; run it with `cargo bench` there.
+(cd crates/lockward-compare && cargo fmt -- --check && \
+    cargo clippy --all-targets --target-dir ../../target/compare -- -D warnings)
