@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::exit;
 use crate::run::{run_under, Ended};
+use crate::stop::StopRequest;
 
 /// What `cron` was asked to do.
 pub struct CronArgs {
@@ -41,8 +42,14 @@ fn job(
 }
 
 /// Runs CMD at each fire time on exactly one of the instances running the
-/// same line. Runs until killed.
+/// same line, until SIGINT or SIGTERM: between fire times it exits 0 at
+/// once; during a run the signal goes to CMD, and lockward records CMD's
+/// outcome before it exits.
 pub async fn cron(store: &Store, args: CronArgs) -> u8 {
+    let Some(mut stop) = StopRequest::install() else {
+        eprintln!("lockward: cannot install signal handlers");
+        return exit::SOFTWARE;
+    };
     let job = match job(
         store,
         &args.name,
@@ -69,7 +76,12 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         };
         after = fire;
         let wait = (fire - Utc::now()).to_std().unwrap_or_default();
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            signal = stop.requested() => return stopped(&args.name, signal),
+            _ = tokio::time::sleep(wait) => {}
+        }
+        // Not cancelled midway: a claim half made would leave a ledger
+        // record that says "running" for ever.
         let claim = match job.claim(fire).await {
             Ok(Some(c)) => c,
             Ok(None) => continue,
@@ -94,7 +106,15 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         if let Err(e) = claim.finish(outcome).await {
             eprintln!("lockward: recording fire time {fire}: {e}");
         }
+        if let Some(signal) = stop.arrived() {
+            return stopped(&args.name, signal);
+        }
     }
+}
+
+fn stopped(name: &str, signal: &str) -> u8 {
+    eprintln!("lockward: cron {name} stopped by {signal}");
+    0
 }
 
 #[derive(Serialize)]

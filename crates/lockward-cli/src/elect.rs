@@ -7,6 +7,7 @@ use lockward::Store;
 
 use crate::exit;
 use crate::run::{run_under, Ended};
+use crate::stop::StopRequest;
 
 /// What `elect` was asked to do.
 pub struct ElectArgs {
@@ -17,7 +18,8 @@ pub struct ElectArgs {
 }
 
 /// Campaigns, runs CMD while leading, campaigns again after a revoke; exits
-/// with CMD's status when CMD ends by itself.
+/// with CMD's status when CMD ends by itself (or after a SIGINT or SIGTERM
+/// forwarded to it), and with 0 when one of those comes while campaigning.
 ///
 /// CMD gets SIGTERM when renewals have failed for the renew deadline and
 /// SIGKILL when the lease's local deadline comes, so it is gone before the
@@ -32,11 +34,19 @@ pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
             return exit::for_error(&e);
         }
     };
+    let Some(mut stop) = StopRequest::install() else {
+        eprintln!("lockward: cannot install signal handlers");
+        return exit::SOFTWARE;
+    };
     // Between the renew deadline and the lease's deadline.
     let grace = args.config.lease_duration - args.config.renew_deadline;
     loop {
         eprintln!("lockward: {identity} campaigns for {}", args.name);
-        let leadership = match candidate.campaign().await {
+        let campaigned = tokio::select! {
+            signal = stop.requested() => return stopped(&args.name, signal),
+            campaigned = candidate.campaign() => campaigned,
+        };
+        let leadership = match campaigned {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("lockward: {e}");
@@ -60,10 +70,18 @@ pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
             Ended::Exited(code) | Ended::Failed(code) => return code,
             Ended::Lost => {
                 eprintln!("lockward: {identity} lost the leadership of {} (epoch {epoch}); the command was stopped", args.name);
+                if let Some(signal) = stop.arrived() {
+                    return stopped(&args.name, signal);
+                }
                 tokio::time::sleep(rejoin_pause()).await;
             }
         }
     }
+}
+
+fn stopped(name: &str, signal: &str) -> u8 {
+    eprintln!("lockward: elect {name} stopped by {signal} while not leading");
+    0
 }
 
 /// A short pause, different per process, before campaigning again, so a

@@ -11,6 +11,7 @@ mod once;
 mod run;
 mod sem;
 mod status;
+mod stop;
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -184,9 +184,9 @@ fn renew_deadline_must_be_below_the_lease() {
 fn stopped_leader_is_replaced_and_revoked_on_resume() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite://{}", dir.path().join("l.db").display());
-    let mut a = candidate(&store, dir.path(), "a");
+    let mut a = common::KillOnDrop(candidate(&store, dir.path(), "a"));
     let first = wait_leaders(dir.path(), 1, Duration::from_secs(10))[0];
-    let mut b = candidate(&store, dir.path(), "b");
+    let _b = common::KillOnDrop(candidate(&store, dir.path(), "b"));
     unsafe { libc::kill(first.2 as i32, libc::SIGSTOP) };
     let second = wait_leaders(dir.path(), 2, Duration::from_secs(5))[1];
     assert!(second.0 > first.0);
@@ -200,8 +200,15 @@ fn stopped_leader_is_replaced_and_revoked_on_resume() {
         "the revoked leader's command kept running"
     );
     assert!(alive(second.1));
-    for c in [&mut a, &mut b] {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    // `a` campaigns again; SIGTERM still stops it (the handler it used to
+    // forward signals to its command must not swallow this one).
+    std::thread::sleep(Duration::from_millis(300));
+    common::signal(a.0.id(), libc::SIGTERM);
+    let status = common::wait_exit(&mut a.0, Duration::from_secs(3));
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "a campaigning lockward elect on SIGTERM"
+    );
+    assert!(alive(second.1), "stopping a follower disturbed the leader");
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{alive, lockward, wait_for_file, wait_gone};
+use common::{alive, lockward, signal, wait_exit, wait_for_file, wait_gone};
 
 struct Env {
     dir: tempfile::TempDir,
@@ -53,26 +53,6 @@ impl Env {
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
-    }
-}
-
-fn signal(pid: u32, sig: i32) {
-    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
-}
-
-fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() >= until {
-            // Leave nothing running behind a failed test.
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lockward did not exit in {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -45,6 +45,42 @@ pub fn wait_gone(pid: u32, within: Duration) -> bool {
     false
 }
 
+/// Sends signal `sig` to process `pid`, which must exist.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) has no memory effects; the pid is a child of the test.
+    assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+}
+
+/// Waits for `child` to exit; kills it and fails the test if it is still
+/// running after `within`.
+pub fn wait_exit(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() >= until {
+            // Leave nothing running behind a failed test.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lockward did not exit in {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A child process killed when this goes out of scope, so a failed assertion
+/// leaves nothing running (a leftover child keeps the test's output pipe open
+/// and the test run never ends).
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `lockward run NAME` holds the lock on `store_url` while `during(fence)`
 /// runs; meanwhile `status --json` must show the lock with that fence, and a
 /// `--no-wait` run must exit 75.
