@@ -21,8 +21,10 @@ const DL_REDIS_RETRY: Duration = Duration::from_millis(10);
 #[derive(Clone)]
 pub enum Kind {
     Lockward(String),
-    Rslock(String),
-    DistributedLockRedis(String),
+    /// Its Redis servers: one, or Redlock's N masters.
+    Rslock(Vec<String>),
+    /// Its Redis servers: one, or Redlock's N masters.
+    DistributedLockRedis(Vec<String>),
     DistributedLockPostgres(String),
 }
 
@@ -58,10 +60,10 @@ impl Kind {
             Kind::Lockward(url) => {
                 Contender::Lockward(Store::open(url).await.expect("lockward store"))
             }
-            Kind::Rslock(url) => Contender::Rslock(LockManager::new(vec![url.clone()])),
-            Kind::DistributedLockRedis(url) => Contender::DlRedis(
+            Kind::Rslock(urls) => Contender::Rslock(LockManager::new(urls.clone())),
+            Kind::DistributedLockRedis(urls) => Contender::DlRedis(
                 RedisLockProvider::builder()
-                    .url(url.clone())
+                    .urls(urls)
                     .expiry(TTL)
                     .min_validity(TTL * 9 / 10)
                     .extension_cadence(TTL / 3)
