@@ -28,7 +28,10 @@ fn main() {
         if !wanted(label) {
             return;
         }
-        eprintln!("bench {label} on {url}");
+        // The address as lockward prints it: never the password.
+        let shown =
+            lockward::StoreUrl::parse(&url).map_or_else(|e| e.to_string(), |u| u.to_string());
+        eprintln!("bench {label} on {shown}");
         let svg = out.join(format!("{label}.svg"));
         let run = Command::new(env!("CARGO_BIN_EXE_lockward"))
             .args(["--store", &url, "bench", "--json", "--duration", &duration])

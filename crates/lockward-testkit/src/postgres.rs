@@ -161,7 +161,9 @@ impl PostgresServer {
                     "full_page_writes=off",
                 ][..]
             })
-            .args(["-c", "max_connections=200"]);
+            // `lockward bench` at 256 clients: a connection each, and one
+            // more for LISTEN while a client waits.
+            .args(["-c", "max_connections=600"]);
         if self.tls {
             cmd.args(["-c", "ssl=on"])
                 .arg("-c")

@@ -55,22 +55,29 @@ impl Candidate {
             .spawn()
             .map_err(|e| format!("cannot start lockward elect: {e}"))?;
         let stderr = child.stderr.take().expect("piped");
-        let (campaigning, wait) = tokio::sync::oneshot::channel();
+        // Ok once it campaigns; its last line when it ends before that.
+        let (campaigning, wait) = tokio::sync::oneshot::channel::<Result<(), String>>();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
             let mut campaigning = Some(campaigning);
+            let mut last = String::new();
             while let Ok(Some(line)) = lines.next_line().await {
                 if line.contains("campaigns for") {
                     if let Some(tx) = campaigning.take() {
-                        let _ = tx.send(());
+                        let _ = tx.send(Ok(()));
                     }
                 }
+                last = line;
+            }
+            if let Some(tx) = campaigning.take() {
+                let _ = tx.send(Err(last));
             }
         });
         tokio::time::timeout(Duration::from_secs(20), wait)
             .await
             .map_err(|_| format!("candidate {id} did not start campaigning within 20 s"))?
-            .map_err(|_| format!("candidate {id} exited before campaigning"))?;
+            .map_err(|_| format!("candidate {id} exited before campaigning"))?
+            .map_err(|last| format!("candidate {id} exited before campaigning: {last}"))?;
         // Its first acquire attempt is on its way once the line is out.
         tokio::time::sleep(Duration::from_millis(200)).await;
         Ok(Self {

@@ -32,7 +32,8 @@ pub struct BenchArgs {
 pub struct Results {
     pub store: String,
     pub duration: Duration,
-    /// One round trip of the store's cheapest write.
+    /// One round trip of the store's cheapest write: the median of the
+    /// round trips taken between the uncontended cycles.
     pub floor: Option<Duration>,
     pub cycles: Latencies,
     pub handoffs: Latencies,
@@ -75,17 +76,20 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
     let bar = progress_bar(steps as u64);
 
     bar.set_message("the store's floor");
-    let floor = bench::floor(&parsed, 200).await;
+    let probe = bench::FloorProbe::connect(&parsed).await;
     bar.inc(1);
-    bar.set_message("uncontended cycles");
-    let cycles = match bench::cycles(store, &format!("{prefix}/cycle"), args.duration).await {
-        Ok(c) => c,
-        Err(e) => {
-            bar.finish_and_clear();
-            eprintln!("lockward: {e}");
-            return exit::for_error(&e);
-        }
-    };
+    bar.set_message("uncontended cycles beside the floor");
+    let cycle_name = format!("{prefix}/cycle");
+    let (cycles, floor) =
+        match bench::cycles_beside_floor(store, probe, &cycle_name, args.duration).await {
+            Ok(measured) => measured,
+            Err(e) => {
+                bar.finish_and_clear();
+                eprintln!("lockward: {e}");
+                return exit::for_error(&e);
+            }
+        };
+    let floor = (!floor.is_empty()).then(|| floor.quantile(0.5));
     bar.inc(1);
     bar.set_message("handoff");
     let handoffs = match Store::open(url).await {

@@ -1,6 +1,11 @@
 //! The store's floor: one round trip of its cheapest write, with the same
 //! kind of client lockward uses (Redis `SET`, etcd put, ZooKeeper create,
 //! PostgreSQL `SELECT 1`). Embedded stores have none.
+//!
+//! On a small, shared machine a round trip's cost drifts with what else
+//! runs, so a ratio is only fair when both sides are sampled at the same
+//! moments: [`FloorProbe`] takes one sample at a time, to interleave with
+//! the measurement it is compared to.
 
 use std::time::Duration;
 #[cfg(any(
@@ -13,53 +18,112 @@ use std::time::Instant;
 
 use crate::url::StoreUrl;
 
+/// A connection to a store that times one floor round trip at a time.
+pub struct FloorProbe {
+    client: Client,
+}
+
+enum Client {
+    #[cfg(feature = "redis")]
+    Redis(crate::backend::redis::conn::Conn),
+    #[cfg(feature = "etcd")]
+    Etcd(Box<etcd_client::Client>),
+    #[cfg(feature = "zookeeper")]
+    Zookeeper {
+        client: zookeeper_client::Client,
+        path: String,
+        acls: zookeeper_client::Acls<'static>,
+    },
+    #[cfg(feature = "postgres")]
+    Postgres(tokio_postgres::Client),
+}
+
+impl FloorProbe {
+    /// Connects to the store of `url`; `None` for an embedded store or when
+    /// it cannot be reached.
+    pub async fn connect(url: &StoreUrl) -> Option<FloorProbe> {
+        let client = match url {
+            #[cfg(feature = "redis")]
+            StoreUrl::Redis(r) => redis_conn(r).await.map(Client::Redis),
+            #[cfg(feature = "redis")]
+            StoreUrl::Redlock(r) => redis_conn(&r.master(r.masters.first()?))
+                .await
+                .map(Client::Redis),
+            #[cfg(feature = "etcd")]
+            StoreUrl::Etcd(e) => etcd_client(e).await.map(|c| Client::Etcd(Box::new(c))),
+            #[cfg(feature = "zookeeper")]
+            StoreUrl::Zookeeper(z) => zk_client(z).await,
+            #[cfg(feature = "postgres")]
+            StoreUrl::Postgres(p) => pg_client(p).await.map(Client::Postgres),
+            _ => None,
+        }?;
+        Some(FloorProbe { client })
+    }
+
+    /// One round trip of the floor operation; `None` when it failed.
+    pub async fn round_trip(&mut self) -> Option<Duration> {
+        #[cfg(any(
+            feature = "redis",
+            feature = "etcd",
+            feature = "zookeeper",
+            feature = "postgres"
+        ))]
+        let began = Instant::now();
+        match &mut self.client {
+            #[cfg(feature = "redis")]
+            Client::Redis(conn) => {
+                redis::cmd("SET")
+                    .arg("lockward-bench-floor")
+                    .arg("1")
+                    .query_async::<()>(&mut conn.clone())
+                    .await
+                    .ok()?;
+                Some(began.elapsed())
+            }
+            #[cfg(feature = "etcd")]
+            Client::Etcd(client) => {
+                client.put("lockward-bench-floor", "1", None).await.ok()?;
+                Some(began.elapsed())
+            }
+            #[cfg(feature = "zookeeper")]
+            Client::Zookeeper { client, path, acls } => {
+                let opts = zookeeper_client::CreateMode::Ephemeral.with_acls(*acls);
+                client.create(path, b"", &opts).await.ok()?;
+                let took = began.elapsed();
+                client.delete(path, None).await.ok()?;
+                Some(took)
+            }
+            #[cfg(feature = "postgres")]
+            Client::Postgres(client) => {
+                client.query_one("SELECT 1", &[]).await.ok()?;
+                Some(began.elapsed())
+            }
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+}
+
 /// Median round trip of the floor operation over `samples`, or `None` for
 /// an embedded store or when it cannot be measured.
 pub async fn floor(url: &StoreUrl, samples: usize) -> Option<Duration> {
-    let times: Option<Vec<Duration>> = match url {
-        #[cfg(feature = "redis")]
-        StoreUrl::Redis(r) => redis_set(r, samples).await,
-        #[cfg(feature = "redis")]
-        StoreUrl::Redlock(r) => redis_set(&r.master(r.masters.first()?), samples).await,
-        #[cfg(feature = "etcd")]
-        StoreUrl::Etcd(e) => etcd_put(e, samples).await,
-        #[cfg(feature = "zookeeper")]
-        StoreUrl::Zookeeper(z) => zk_create(z, samples).await,
-        #[cfg(feature = "postgres")]
-        StoreUrl::Postgres(p) => pg_select(p, samples).await,
-        _ => {
-            let _ = samples;
-            None
-        }
-    };
+    let mut probe = FloorProbe::connect(url).await?;
     let mut latencies = super::Latencies::new();
-    for t in times? {
-        latencies.record(t);
+    for _ in 0..samples {
+        latencies.record(probe.round_trip().await?);
     }
     Some(latencies.quantile(0.5))
 }
 
 #[cfg(feature = "redis")]
-async fn redis_set(url: &crate::url::RedisUrl, samples: usize) -> Option<Vec<Duration>> {
-    let conn = crate::backend::redis::conn::Conn::connect(url, None, false)
+async fn redis_conn(url: &crate::url::RedisUrl) -> Option<crate::backend::redis::conn::Conn> {
+    crate::backend::redis::conn::Conn::connect(url, None, false)
         .await
-        .ok()?;
-    let mut out = Vec::new();
-    for _ in 0..samples {
-        let began = Instant::now();
-        redis::cmd("SET")
-            .arg("lockward-bench-floor")
-            .arg("1")
-            .query_async::<()>(&mut conn.clone())
-            .await
-            .ok()?;
-        out.push(began.elapsed());
-    }
-    Some(out)
+        .ok()
 }
 
 #[cfg(feature = "etcd")]
-async fn etcd_put(url: &crate::url::EtcdUrl, samples: usize) -> Option<Vec<Duration>> {
+async fn etcd_client(url: &crate::url::EtcdUrl) -> Option<etcd_client::Client> {
     let scheme = if url.tls { "https" } else { "http" };
     let endpoints: Vec<String> = url
         .endpoints
@@ -70,23 +134,16 @@ async fn etcd_put(url: &crate::url::EtcdUrl, samples: usize) -> Option<Vec<Durat
     if let (Some(user), Some(password)) = (&url.user, &url.password) {
         options = options.with_user(user.clone(), password.expose().to_string());
     }
-    let mut client = etcd_client::Client::connect(endpoints, Some(options))
+    etcd_client::Client::connect(endpoints, Some(options))
         .await
-        .ok()?;
-    let mut out = Vec::new();
-    for _ in 0..samples {
-        let began = Instant::now();
-        client.put("lockward-bench-floor", "1", None).await.ok()?;
-        out.push(began.elapsed());
-    }
-    Some(out)
+        .ok()
 }
 
 #[cfg(feature = "zookeeper")]
-async fn zk_create(url: &crate::url::ZookeeperUrl, samples: usize) -> Option<Vec<Duration>> {
-    use zookeeper_client::{Acls, Client, CreateMode};
+async fn zk_client(url: &crate::url::ZookeeperUrl) -> Option<Client> {
+    use zookeeper_client::Acls;
     let hosts: Vec<String> = url.endpoints.iter().map(|e| e.to_string()).collect();
-    let mut connector = Client::connector();
+    let mut connector = zookeeper_client::Client::connector();
     if let (Some(user), Some(password)) = (&url.user, &url.password) {
         let credentials = format!("{user}:{}", password.expose());
         connector = connector.with_auth("digest", credentials.as_bytes());
@@ -97,29 +154,14 @@ async fn zk_create(url: &crate::url::ZookeeperUrl, samples: usize) -> Option<Vec
     } else {
         Acls::anyone_all()
     };
-    let opts = CreateMode::Ephemeral.with_acls(acls);
     let path = format!("/lockward-bench-floor-{}", crate::owner::OwnerId::random());
-    let mut out = Vec::new();
-    for _ in 0..samples {
-        let began = Instant::now();
-        client.create(&path, b"", &opts).await.ok()?;
-        out.push(began.elapsed());
-        client.delete(&path, None).await.ok()?;
-    }
-    Some(out)
+    Some(Client::Zookeeper { client, path, acls })
 }
 
 #[cfg(feature = "postgres")]
-async fn pg_select(url: &crate::url::PostgresUrl, samples: usize) -> Option<Vec<Duration>> {
+async fn pg_client(url: &crate::url::PostgresUrl) -> Option<tokio_postgres::Client> {
     let address = StoreUrl::Postgres(url.clone()).to_string();
-    let client = crate::backend::postgres::conn::open(url, &address, |_| {}, || {})
+    crate::backend::postgres::conn::open(url, &address, |_| {}, || {})
         .await
-        .ok()?;
-    let mut out = Vec::new();
-    for _ in 0..samples {
-        let began = Instant::now();
-        client.query_one("SELECT 1", &[]).await.ok()?;
-        out.push(began.elapsed());
-    }
-    Some(out)
+        .ok()
 }

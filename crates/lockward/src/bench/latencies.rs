@@ -86,6 +86,11 @@ impl Latencies {
         Duration::from_nanos(self.hist.value_at_quantile(p.clamp(0.0, 1.0)))
     }
 
+    /// The mean sample; zero when empty.
+    pub fn mean(&self) -> Duration {
+        Duration::from_nanos(self.hist.mean() as u64)
+    }
+
     /// The longest sample.
     pub fn max(&self) -> Duration {
         Duration::from_nanos(self.hist.max())

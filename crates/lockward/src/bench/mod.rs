@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::options::{LockOptions, Renewal};
 use crate::store::Store;
 
-pub use floor::floor;
+pub use floor::{floor, FloorProbe};
 pub use latencies::{Latencies, CURVE_QUANTILES};
 pub use memory::{server_memory, ServerMemory};
 pub use scale::{scale, Scale};
@@ -32,15 +32,34 @@ const MEASURE_TTL: Duration = Duration::from_secs(10);
 /// Uncontended acquire+release cycles on one name for `run_for`: each
 /// cycle's latency.
 pub async fn cycles(store: &Store, name: &str, run_for: Duration) -> Result<Latencies> {
+    Ok(cycles_beside_floor(store, None, name, run_for).await?.0)
+}
+
+/// Uncontended cycles as [`cycles`] does, each one next to a floor round
+/// trip of `probe`, so both are sampled under the same load: the cycles'
+/// latencies, and the floor's (empty without a probe, or when a floor
+/// round trip failed).
+pub async fn cycles_beside_floor(
+    store: &Store,
+    mut probe: Option<FloorProbe>,
+    name: &str,
+    run_for: Duration,
+) -> Result<(Latencies, Latencies)> {
     let opts = options(store, MEASURE_TTL);
     let until = Instant::now() + run_for;
-    let mut out = Latencies::new();
+    let (mut cycles, mut floor) = (Latencies::new(), Latencies::new());
     while Instant::now() < until {
+        if let Some(p) = &mut probe {
+            match p.round_trip().await {
+                Some(took) => floor.record(took),
+                None => probe = None,
+            }
+        }
         let began = Instant::now();
         store.try_acquire(name, &opts).await?.release().await?;
-        out.record(began.elapsed());
+        cycles.record(began.elapsed());
     }
-    Ok(out)
+    Ok((cycles, floor))
 }
 
 /// What `clients` concurrent clients achieved in `run_for`.
