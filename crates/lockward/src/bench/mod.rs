@@ -92,10 +92,16 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<Store>>,
 {
+    // Every client connects before the clock starts: opening hundreds of
+    // connections takes seconds on some stores, and the last ones would
+    // otherwise get no time at all.
+    let mut stores = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        stores.push(open().await?);
+    }
     let mut tasks = Vec::new();
     let until = Instant::now() + run_for;
-    for i in 0..clients {
-        let store = open().await?;
+    for (i, store) in stores.into_iter().enumerate() {
         let name = if same_name {
             format!("{prefix}/same")
         } else {
