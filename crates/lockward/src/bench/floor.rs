@@ -50,7 +50,10 @@ impl FloorProbe {
                 .await
                 .map(Client::Redis),
             #[cfg(feature = "etcd")]
-            StoreUrl::Etcd(e) => etcd_client(e).await.map(|c| Client::Etcd(Box::new(c))),
+            StoreUrl::Etcd(e) => crate::backend::etcd::side_client(e)
+                .await
+                .ok()
+                .map(|c| Client::Etcd(Box::new(c))),
             #[cfg(feature = "zookeeper")]
             StoreUrl::Zookeeper(z) => zk_client(z).await,
             #[cfg(feature = "postgres")]
@@ -118,23 +121,6 @@ pub async fn floor(url: &StoreUrl, samples: usize) -> Option<Duration> {
 #[cfg(feature = "redis")]
 async fn redis_conn(url: &crate::url::RedisUrl) -> Option<crate::backend::redis::conn::Conn> {
     crate::backend::redis::conn::Conn::connect(url, None, false)
-        .await
-        .ok()
-}
-
-#[cfg(feature = "etcd")]
-async fn etcd_client(url: &crate::url::EtcdUrl) -> Option<etcd_client::Client> {
-    let scheme = if url.tls { "https" } else { "http" };
-    let endpoints: Vec<String> = url
-        .endpoints
-        .iter()
-        .map(|e| format!("{scheme}://{e}"))
-        .collect();
-    let mut options = etcd_client::ConnectOptions::new();
-    if let (Some(user), Some(password)) = (&url.user, &url.password) {
-        options = options.with_user(user.clone(), password.expose().to_string());
-    }
-    etcd_client::Client::connect(endpoints, Some(options))
         .await
         .ok()
 }

@@ -108,19 +108,7 @@ pub async fn redis_bare_key_bytes(url: &StoreUrl, prefix: &str, n: usize) -> Opt
 
 #[cfg(feature = "etcd")]
 async fn etcd_in_use(url: &crate::url::EtcdUrl) -> Option<ServerMemory> {
-    let scheme = if url.tls { "https" } else { "http" };
-    let endpoints: Vec<String> = url
-        .endpoints
-        .iter()
-        .map(|e| format!("{scheme}://{e}"))
-        .collect();
-    let mut options = etcd_client::ConnectOptions::new();
-    if let (Some(user), Some(password)) = (&url.user, &url.password) {
-        options = options.with_user(user.clone(), password.expose().to_string());
-    }
-    let mut client = etcd_client::Client::connect(endpoints, Some(options))
-        .await
-        .ok()?;
+    let mut client = crate::backend::etcd::side_client(url).await.ok()?;
     let status = client.status().await.ok()?;
     Some(ServerMemory {
         bytes: u64::try_from(status.raft_used_db_size()).ok()?,

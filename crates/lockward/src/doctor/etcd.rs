@@ -4,19 +4,7 @@ use super::{Finding, Level};
 use crate::url::EtcdUrl;
 
 pub async fn check(url: &EtcdUrl) -> Vec<Finding> {
-    let scheme = if url.tls { "https" } else { "http" };
-    let endpoints: Vec<String> = url
-        .endpoints
-        .iter()
-        .map(|e| format!("{scheme}://{e}"))
-        .collect();
-    let mut options = etcd_client::ConnectOptions::new()
-        .with_connect_timeout(std::time::Duration::from_secs(3))
-        .with_timeout(std::time::Duration::from_secs(3));
-    if let (Some(user), Some(password)) = (&url.user, &url.password) {
-        options = options.with_user(user.clone(), password.expose().to_string());
-    }
-    let mut client = match etcd_client::Client::connect(endpoints, Some(options)).await {
+    let mut client = match crate::backend::etcd::side_client(url).await {
         Ok(c) => c,
         Err(e) => return vec![Finding::new(Level::Error, "cluster", e.to_string())],
     };

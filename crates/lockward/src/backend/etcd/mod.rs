@@ -162,6 +162,32 @@ fn lease_seconds(ttl: Duration) -> i64 {
     i64::try_from(secs.max(1)).unwrap_or(i64::MAX)
 }
 
+/// A plain client on every endpoint of `url`, with its credentials (and
+/// TLS), for one-off calls beside the store: the doctor's checks and the
+/// bench's floor and memory readings.
+pub(crate) async fn side_client(url: &EtcdUrl) -> Result<Client> {
+    let address = StoreUrl::Etcd(url.clone()).to_string();
+    let mut options = ConnectOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_timeout(CONNECT_TIMEOUT);
+    if let (Some(user), Some(password)) = (&url.user, &url.password) {
+        options = options.with_user(user.clone(), password.expose().to_string());
+    }
+    #[cfg(feature = "etcd-tls")]
+    if url.tls {
+        options = options.with_tls(tls_options(url, &address)?);
+    }
+    let scheme = if url.tls { "https" } else { "http" };
+    let endpoints: Vec<String> = url
+        .endpoints
+        .iter()
+        .map(|e| format!("{scheme}://{e}"))
+        .collect();
+    Client::connect(endpoints, Some(options))
+        .await
+        .map_err(|e| unavailable(&address, e))
+}
+
 impl EtcdBackend {
     /// Connects to the cluster of `url`.
     pub async fn connect(url: &EtcdUrl) -> Result<Self> {
