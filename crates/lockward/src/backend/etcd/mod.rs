@@ -162,28 +162,50 @@ fn lease_seconds(ttl: Duration) -> i64 {
     i64::try_from(secs.max(1)).unwrap_or(i64::MAX)
 }
 
-/// A plain client on every endpoint of `url`, with its credentials (and
-/// TLS), for one-off calls beside the store: the doctor's checks and the
-/// bench's floor and memory readings.
-pub(crate) async fn side_client(url: &EtcdUrl) -> Result<Client> {
-    let address = StoreUrl::Etcd(url.clone()).to_string();
-    let mut options = ConnectOptions::new()
-        .with_connect_timeout(CONNECT_TIMEOUT)
-        .with_timeout(CONNECT_TIMEOUT);
+/// `options` with the credentials of `url`, and its TLS settings for
+/// `etcds://` (refused when lockward was built without `etcd-tls`).
+fn with_identity(
+    mut options: ConnectOptions,
+    url: &EtcdUrl,
+    address: &str,
+) -> Result<ConnectOptions> {
+    if url.tls && !cfg!(feature = "etcd-tls") {
+        return Err(Error::Unsupported {
+            scheme: "etcds".into(),
+            why: "TLS to etcd needs lockward's `etcd-tls` cargo feature".into(),
+        });
+    }
     if let (Some(user), Some(password)) = (&url.user, &url.password) {
         options = options.with_user(user.clone(), password.expose().to_string());
     }
     #[cfg(feature = "etcd-tls")]
     if url.tls {
-        options = options.with_tls(tls_options(url, &address)?);
+        options = options.with_tls(tls_options(url, address)?);
     }
+    #[cfg(not(feature = "etcd-tls"))]
+    let _ = address;
+    Ok(options)
+}
+
+/// Each endpoint of `url` with its scheme, as the client takes it.
+fn endpoint_urls(url: &EtcdUrl) -> Vec<String> {
     let scheme = if url.tls { "https" } else { "http" };
-    let endpoints: Vec<String> = url
-        .endpoints
+    url.endpoints
         .iter()
         .map(|e| format!("{scheme}://{e}"))
-        .collect();
-    Client::connect(endpoints, Some(options))
+        .collect()
+}
+
+/// A plain client on every endpoint of `url`, with its credentials (and
+/// TLS), for one-off calls beside the store: the doctor's checks and the
+/// bench's floor and memory readings.
+pub(crate) async fn side_client(url: &EtcdUrl) -> Result<Client> {
+    let address = StoreUrl::Etcd(url.clone()).to_string();
+    let options = ConnectOptions::new()
+        .with_connect_timeout(CONNECT_TIMEOUT)
+        .with_timeout(CONNECT_TIMEOUT);
+    let options = with_identity(options, url, &address)?;
+    Client::connect(endpoint_urls(url), Some(options))
         .await
         .map_err(|e| unavailable(&address, e))
 }
@@ -192,30 +214,16 @@ impl EtcdBackend {
     /// Connects to the cluster of `url`.
     pub async fn connect(url: &EtcdUrl) -> Result<Self> {
         let address = StoreUrl::Etcd(url.clone()).to_string();
-        if url.tls && !cfg!(feature = "etcd-tls") {
-            return Err(Error::Unsupported {
-                scheme: "etcds".into(),
-                why: "TLS to etcd needs lockward's `etcd-tls` cargo feature".into(),
-            });
-        }
-        let mut options = ConnectOptions::new()
+        let options = ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_require_leader(true)
             // Notice a dead member within about two seconds.
             .with_keep_alive(Duration::from_secs(1), Duration::from_secs(1))
             .with_keep_alive_while_idle(true);
-        if let (Some(user), Some(password)) = (&url.user, &url.password) {
-            options = options.with_user(user.clone(), password.expose().to_string());
-        }
-        #[cfg(feature = "etcd-tls")]
-        if url.tls {
-            options = options.with_tls(tls_options(url, &address)?);
-        }
-        let scheme = if url.tls { "https" } else { "http" };
+        let options = with_identity(options, url, &address)?;
         let mut clients = Vec::new();
-        for endpoint in &url.endpoints {
-            let connect =
-                Client::connect([format!("{scheme}://{endpoint}")], Some(options.clone()));
+        for endpoint in endpoint_urls(url) {
+            let connect = Client::connect([endpoint], Some(options.clone()));
             match tokio::time::timeout(CONNECT_TIMEOUT * 2, connect).await {
                 Ok(Ok(client)) => clients.push(client),
                 Ok(Err(e)) => return Err(unavailable(&address, e)),
