@@ -8,16 +8,44 @@ use lockward::Store;
 use serde::Serialize;
 
 use crate::exit;
+use crate::lease::{parse_duration, parse_duration_or_zero};
 use crate::run::{run_under, Ended};
 use crate::stop::StopRequest;
 
-/// What `cron` was asked to do.
+/// Run CMD at each fire time of EXPR on exactly one of the instances running this line.
+#[derive(clap::Args)]
 pub struct CronArgs {
+    /// The job's name.
     pub name: String,
+    /// Cron expression: 5 fields, or 6 with a leading seconds field.
     pub expression: String,
-    pub zone: String,
-    pub options: CronOptions,
+    /// IANA time zone of the expression.
+    #[arg(long, default_value = "UTC")]
+    pub tz: String,
+    /// Hold the lock at least this long after the start.
+    #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
+    pub lock_at_least: Duration,
+    /// Hold it at most this long: CMD is stopped then.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub lock_at_most: Duration,
+    /// The command and its arguments, after `--`; `LOCKWARD_FIRE_TIME` holds the fire time.
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// Show the ledger of a cron job, with missed fire times marked.
+#[derive(clap::Args)]
+pub struct CronLogArgs {
+    /// The job's name.
+    pub name: String,
+    /// The job's cron expression, if not the one its instances recorded.
+    pub expression: Option<String>,
+    /// IANA time zone of EXPRESSION.
+    #[arg(long, default_value = "UTC")]
+    pub tz: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn job(
@@ -32,7 +60,7 @@ fn job(
         name,
         expression,
         zone,
-        &crate::holder_label(),
+        &crate::holder::label(),
         options,
     )
     .map_err(|e| {
@@ -50,12 +78,17 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         eprintln!("lockward: cannot install signal handlers");
         return exit::SOFTWARE;
     };
+    let options = CronOptions {
+        lock_at_least_for: args.lock_at_least,
+        lock_at_most_for: args.lock_at_most,
+        ..Default::default()
+    };
     let job = match job(
         store,
         &args.name,
         &args.expression,
-        &args.zone,
-        args.options,
+        &args.tz,
+        options,
     ) {
         Ok(j) => j,
         Err(code) => return code,
@@ -64,7 +97,7 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         eprintln!("lockward: {e}");
         return exit::for_error(&e);
     }
-    let grace = (args.options.lock_at_most_for / 4).max(Duration::from_millis(10));
+    let grace = (options.lock_at_most_for / 4).max(Duration::from_millis(10));
     let mut after = Utc::now();
     loop {
         let fire = match job.next_fire_after(after) {
@@ -131,19 +164,14 @@ struct Row {
 /// Prints the ledger of `name`, from its first recorded execution until
 /// now, with the fire times nobody ran marked as missed. The schedule is
 /// the one the job's instances recorded, unless `expression` is given.
-pub async fn cron_log(
-    store: &Store,
-    name: &str,
-    expression: Option<&str>,
-    zone: &str,
-    json: bool,
-) -> u8 {
-    let job = match expression {
+pub async fn cron_log(store: &Store, args: CronLogArgs) -> u8 {
+    let (name, zone, json) = (args.name.as_str(), args.tz.as_str(), args.json);
+    let job = match args.expression.as_deref() {
         Some(expression) => match job(store, name, expression, zone, CronOptions::default()) {
             Ok(j) => j,
             Err(code) => return code,
         },
-        None => match CronJob::recorded(store.clone(), name, &crate::holder_label()).await {
+        None => match CronJob::recorded(store.clone(), name, &crate::holder::label()).await {
             Ok(Some(j)) => j,
             Ok(None) => {
                 eprintln!("lockward: no schedule recorded for {name}; give its expression");

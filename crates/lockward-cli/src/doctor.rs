@@ -5,9 +5,21 @@ use lockward::StoreUrl;
 
 use crate::exit;
 
+/// Check the store: reachable, version, round trip, clock offset, settings that weaken guarantees, and a short mutual-exclusion and fence probe.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Exit status: 0 when no finding is an error; 69 when the store cannot be reached; 1 for other errors."
+)]
+pub struct DoctorArgs {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Prints the findings; exit status 0 when none is an error, 69 when the
 /// store cannot be reached, 1 for any other error.
-pub async fn doctor(url: &str, json: bool) -> u8 {
+pub async fn doctor(url: &str, args: DoctorArgs) -> u8 {
+    let json = args.json;
     let parsed = match StoreUrl::parse(url) {
         Ok(u) => u,
         Err(e) => {

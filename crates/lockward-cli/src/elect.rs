@@ -6,14 +6,29 @@ use lockward::recipe::{Candidate, ElectionConfig};
 use lockward::Store;
 
 use crate::exit;
+use crate::lease::parse_duration;
 use crate::run::{run_under, Ended};
 use crate::stop::StopRequest;
 
-/// What `elect` was asked to do.
+/// Run CMD only while this instance leads the election NAME.
+#[derive(clap::Args)]
 pub struct ElectArgs {
+    /// The election's name.
     pub name: String,
+    /// This candidate's identity, shown as the leader (default host:pid).
+    #[arg(long)]
     pub identity: Option<String>,
-    pub config: ElectionConfig,
+    /// How long the store keeps the leader's lease without renewal.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease: Duration,
+    /// How long the leader keeps leading while renewals fail (< lease).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub renew_deadline: Duration,
+    /// How often the leader renews (< renew deadline).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub retry: Duration,
+    /// The command and its arguments, after `--`; `LOCKWARD_EPOCH` holds the epoch.
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -26,8 +41,13 @@ pub struct ElectArgs {
 /// store can give the lease to another candidate; and if lockward dies,
 /// even by SIGKILL, CMD dies with it.
 pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
-    let identity = args.identity.unwrap_or_else(crate::holder_label);
-    let candidate = match Candidate::new(store.clone(), &args.name, &identity, args.config) {
+    let config = ElectionConfig {
+        lease_duration: args.lease,
+        renew_deadline: args.renew_deadline,
+        retry_period: args.retry,
+    };
+    let identity = args.identity.clone().unwrap_or_else(crate::holder::label);
+    let candidate = match Candidate::new(store.clone(), &args.name, &identity, config) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lockward: {e}");
@@ -39,7 +59,7 @@ pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
         return exit::SOFTWARE;
     };
     // Between the renew deadline and the lease's deadline.
-    let grace = args.config.lease_duration - args.config.renew_deadline;
+    let grace = config.lease_duration - config.renew_deadline;
     loop {
         eprintln!("lockward: {identity} campaigns for {}", args.name);
         let campaigned = tokio::select! {

@@ -32,7 +32,7 @@ Exit status:
 /// The exit status for a lockward error.
 pub fn for_error(e: &Error) -> u8 {
     match e {
-        Error::Busy { .. } | Error::TimedOut { .. } => NOT_ACQUIRED,
+        Error::Busy { .. } | Error::TimedOut { .. } | Error::Contended { .. } => NOT_ACQUIRED,
         Error::Lost { .. } => LOST,
         Error::InvalidArgument { .. } | Error::Unsupported { .. } => USAGE,
         Error::Unavailable { .. } => UNAVAILABLE,

@@ -2,29 +2,32 @@
 
 use std::time::{Duration, Instant};
 
-use lockward::{Guard, LockOptions, Store};
+use lockward::{Guard, Store};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::child::{self, Supervised};
 use crate::exit;
+use crate::lease::LeaseArgs;
 
-/// What `run` was asked to do.
+/// Run CMD while holding lock NAME, renewing it; CMD is stopped if the lock is lost.
+#[derive(clap::Args)]
 pub struct RunArgs {
+    /// The lock's name.
     pub name: String,
-    pub ttl: Duration,
-    pub wait: Option<Duration>,
-    pub no_wait: bool,
-    pub grace: Option<Duration>,
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The command and its arguments, after `--`; run directly, not by a shell.
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
 /// Takes the lock, runs CMD under it, and returns lockward's exit status.
 pub async fn run(store: &Store, args: RunArgs) -> u8 {
-    let (opts, grace) = match lock_options(args.ttl, args.grace, args.wait) {
+    let (opts, grace) = match args.lease.options() {
         Ok(checked) => checked,
         Err(status) => return status,
     };
-    let acquired = if args.no_wait {
+    let acquired = if args.lease.no_wait {
         store.try_acquire(&args.name, &opts).await
     } else {
         store.acquire(&args.name, &opts).await
@@ -42,32 +45,6 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         ("LOCKWARD_STORE", store.address()),
     ];
     run_and_release(guard, &args.command, &env, grace).await.0
-}
-
-/// The lock options for `--ttl`, `--grace` and `--wait`, and the grace
-/// period; the exit status when they do not fit together.
-pub fn lock_options(
-    ttl: Duration,
-    grace: Option<Duration>,
-    wait: Option<Duration>,
-) -> Result<(LockOptions, Duration), u8> {
-    if let Err(e) = lockward::duration::check_ttl(ttl) {
-        eprintln!("lockward: {e}");
-        return Err(exit::USAGE);
-    }
-    let grace = grace.unwrap_or(ttl / 4);
-    if grace.is_zero() || grace >= ttl / 2 {
-        eprintln!(
-            "lockward: --grace {grace:?} must be above zero and below half the TTL ({:?})",
-            ttl / 2
-        );
-        return Err(exit::USAGE);
-    }
-    let mut opts = LockOptions::new().ttl(ttl).label(crate::holder_label());
-    if let Some(wait) = wait {
-        opts = opts.wait(wait);
-    }
-    Ok((opts, grace))
 }
 
 /// Runs CMD under `guard`, releases the lock, and returns lockward's exit

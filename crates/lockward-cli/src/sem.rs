@@ -1,28 +1,31 @@
 //! `lockward sem NAME -n N -- CMD`: at most N runs of CMD at once, across
 //! every host sharing the store.
 
-use std::time::Duration;
-
 use lockward::recipe::Semaphore;
 use lockward::Store;
 
 use crate::exit;
-use crate::run::{lock_options, run_and_release};
+use crate::lease::LeaseArgs;
+use crate::run::run_and_release;
 
-/// What `sem` was asked to do.
+/// Run CMD while holding one of N permits of NAME: at most N runs at once across hosts.
+#[derive(clap::Args)]
 pub struct SemArgs {
+    /// The semaphore's name.
     pub name: String,
+    /// How many runs may go on at once (1 to 64).
+    #[arg(short = 'n', long = "permits")]
     pub permits: u32,
-    pub ttl: Duration,
-    pub wait: Option<Duration>,
-    pub no_wait: bool,
-    pub grace: Option<Duration>,
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The command and its arguments, after `--`; `LOCKWARD_PERMIT` holds the slot.
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
 /// Takes a permit, runs CMD under it, and returns lockward's exit status.
 pub async fn sem(store: &Store, args: SemArgs) -> u8 {
-    let (opts, grace) = match lock_options(args.ttl, args.grace, args.wait) {
+    let (opts, grace) = match args.lease.options() {
         Ok(checked) => checked,
         Err(status) => return status,
     };
@@ -33,7 +36,7 @@ pub async fn sem(store: &Store, args: SemArgs) -> u8 {
             return exit::for_error(&e);
         }
     };
-    let acquired = if args.no_wait {
+    let acquired = if args.lease.no_wait {
         semaphore.try_acquire(&opts).await
     } else {
         semaphore.acquire(&opts).await

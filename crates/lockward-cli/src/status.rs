@@ -28,8 +28,20 @@ impl<'a> From<&'a LockInfo> for Row<'a> {
     }
 }
 
-/// Prints the held locks under `prefix`, as a table or JSON.
-pub async fn status(store: &Store, prefix: &str, json: bool) -> u8 {
+/// List held locks: name, holder, fence, time left, waiters.
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// Only locks whose name starts with PREFIX.
+    #[arg(default_value = "")]
+    pub prefix: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints the held locks under the prefix, as a table or JSON.
+pub async fn status(store: &Store, args: StatusArgs) -> u8 {
+    let (prefix, json) = (args.prefix.as_str(), args.json);
     let held = match store.list(prefix).await {
         Ok(held) => held,
         Err(e) => {

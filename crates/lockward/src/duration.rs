@@ -73,6 +73,28 @@ pub fn check_ttl(ttl: Duration) -> Result<Duration> {
     Ok(ttl)
 }
 
+/// Longest a record may be kept: 100 years, far beyond any retention and
+/// short enough that every store can add it to its clock.
+pub const MAX_RETENTION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Checks a record's TTL (a retention): at least 1 ms, at most
+/// [`MAX_RETENTION`].
+pub fn check_retention(ttl: Duration) -> Result<Duration> {
+    if ttl < Duration::from_millis(1) {
+        return Err(Error::invalid(
+            "retention",
+            "a record kept for less than 1 ms would be gone at once",
+        ));
+    }
+    if ttl > MAX_RETENTION {
+        return Err(Error::invalid(
+            "retention",
+            format!("{ttl:?} is longer than the maximum of 100 years"),
+        ));
+    }
+    Ok(ttl)
+}
+
 /// The clock-drift allowance subtracted from a TTL: TTL/100 + 2 ms.
 pub fn drift(ttl: Duration) -> Duration {
     ttl / 100 + Duration::from_millis(2)
@@ -104,5 +126,8 @@ mod tests {
         assert!(check_ttl(Duration::from_secs(8 * 24 * 3600)).is_err());
         assert!(check_ttl(Duration::from_secs(30)).is_ok());
         assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
+        assert!(check_retention(Duration::MAX).is_err());
+        assert!(check_retention(Duration::ZERO).is_err());
+        assert!(check_retention(MAX_RETENTION).is_ok());
     }
 }

@@ -64,6 +64,16 @@ pub enum Error {
         /// What was wrong with it.
         why: String,
     },
+    /// A compare-and-set met a conflicting write on every one of its tries
+    /// (an optimistic update, a rate limit under heavy contention): retry
+    /// later, or allow more tries.
+    #[error("{key:?} changed under every one of {tries} tries")]
+    Contended {
+        /// The record.
+        key: String,
+        /// How many tries were made.
+        tries: u32,
+    },
     /// The store could not be reached or refused to work.
     /// `address` never contains a password.
     #[error("store {address} is unavailable: {message}")]

@@ -139,7 +139,13 @@ impl Guard {
 
     /// Whether the lease is known to be lost or past its deadline.
     pub fn is_lost(&self) -> bool {
-        self.standing.borrow().lost_at(Instant::now()).is_some()
+        self.lost_reason().is_some()
+    }
+
+    /// Why the lease is lost, if it is known to be lost or past its
+    /// deadline.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.standing.borrow().lost_at(Instant::now())
     }
 
     /// Resolves when the lease is lost (see [`LostSignal::wait`]).

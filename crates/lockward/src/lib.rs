@@ -48,7 +48,6 @@ pub mod recipe;
 mod renewer;
 mod store;
 pub mod url;
-pub mod wait;
 
 pub use backend::Capabilities;
 pub use error::{Error, LostReason, Result};

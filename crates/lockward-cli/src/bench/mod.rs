@@ -13,18 +13,32 @@ use lockward::bench::{self, Latencies, Scale, Throughput};
 use lockward::{Store, StoreUrl};
 
 use crate::exit;
+use crate::lease::{parse_duration, parse_duration_or_zero};
 pub use failover::Failover;
 
-/// What `bench` was asked to measure.
+/// Measure the store: uncontended latency, throughput with many clients, handoff, fairness, each beside the store's floor.
+#[derive(clap::Args)]
 pub struct BenchArgs {
+    /// Client counts to measure throughput with.
+    #[arg(long, default_value = "1,16,256", value_delimiter = ',')]
     pub clients: Vec<usize>,
+    /// Clients on one name (`same`), each on its own (`distinct`), or `both`.
+    #[arg(long, default_value = "both")]
     pub names: String,
+    /// How long each measurement runs.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Locks to hold at once for the scale figures (0: skip).
+    /// Locks to hold at once on distinct names for the scale figures (0 skips).
+    #[arg(long, default_value_t = 10_000)]
     pub scale: usize,
-    /// The election lease for the failover figures (zero: skip).
+    /// The election lease for the failover figures (0 skips).
+    #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
     pub failover_lease: Duration,
+    /// Also draw latency by percentile and throughput by clients to FILE.
+    #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Print JSON for scripts.
+    #[arg(long)]
     pub json: bool,
 }
 

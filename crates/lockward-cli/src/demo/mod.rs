@@ -5,7 +5,7 @@
 
 #[cfg(feature = "postgres")]
 pub mod for_update;
-pub mod worker;
+mod worker;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,9 +27,40 @@ struct Row {
     detail: Vec<(&'static str, String)>,
 }
 
+/// Run the classic scenarios (payment, inventory, cron, migration, paused holder) as real processes, without and with protection.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Exit status: 0 when every protected variant shows no anomaly, 1 otherwise.\nWithout --store (or $LOCKWARD_STORE) it runs on a fresh embedded SQLite store."
+)]
+pub struct DemoArgs {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One process of `lockward demo` (internal).
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    role: String,
+    dir: std::path::PathBuf,
+    run: String,
+}
+
+/// Runs one worker process; exit status 1 when it failed.
+pub async fn worker(store: &Store, url: &str, args: WorkerArgs) -> u8 {
+    match worker::work(store, url, &args.role, &args.dir, &args.run).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("lockward demo-worker {}: {e}", args.role);
+            exit::SOFTWARE
+        }
+    }
+}
+
 /// Runs every scenario; exit status 0 only when every protected variant
 /// shows no anomaly.
-pub async fn demo(store: &Store, url: &str, json: bool) -> u8 {
+pub async fn demo(store: &Store, url: &str, args: DemoArgs) -> u8 {
+    let json = args.json;
     if !store.capabilities().cross_process {
         eprintln!("lockward: the demo runs separate processes; {url} is private to one (use sqlite:// or a server)");
         return exit::USAGE;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use lockward::fence::{FencedResource, SqliteRegister};
 use lockward::recipe::cron::{CronJob, CronOptions, Outcome};
 use lockward::recipe::{Idempotency, Optimistic};
-use lockward::{LockOptions, Name, Store};
+use lockward::{LockOptions, Store};
 
 /// Appends one line in one write, so concurrent processes never mix lines.
 pub fn append(path: &Path, line: &str) {
@@ -145,20 +145,19 @@ pub async fn work(
             append(&at("migrate-none"), "ran");
         }
         "migrate-once" => {
-            let key = Name::new(name("migration")).map_err(e)?;
-            let guard = store.acquire(key.as_str(), &lock_opts()).await.map_err(e)?;
-            let done = store.backend().records(key.as_str()).await.map_err(e)?;
-            if !done.iter().any(|(k, _)| k == key.as_str()) {
+            let once = Idempotency::new(store.clone())
+                .namespace("demo-once")
+                .retention(Duration::from_secs(3600))
+                .lock_options(lock_opts())
+                .waiting(true);
+            let migrate = || async {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 append(&at("migrate-once"), "ran");
-                let record = format!("ran by {}", std::process::id());
-                store
-                    .backend()
-                    .put_record(&key, &record, Duration::from_secs(3600))
-                    .await
-                    .map_err(e)?;
-            }
-            guard.release().await.map_err(e)?;
+                Ok::<_, String>(format!("ran by {}", std::process::id()))
+            };
+            once.run(&name("migration"), migrate)
+                .await
+                .map_err(|err| err.to_string())?;
         }
         // Paused holder: take the lock, wait to be resumed, write anyway.
         "holder-fenced" | "holder-unfenced" => {

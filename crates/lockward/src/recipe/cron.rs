@@ -192,10 +192,9 @@ impl CronJob {
     /// Records this job's expression and time zone in the store, so that
     /// [`CronJob::recorded`] can rebuild it (for `cron-log`).
     pub async fn record_schedule(&self) -> Result<()> {
-        let key = Name::new(format!("cron-schedule/{}", self.job))?;
+        let key = format!("cron-schedule/{}", self.job);
         let value = format!("{}\t{}", self.schedule.as_str(), self.zone.name());
         self.store
-            .backend()
             .put_record(&key, &value, self.options.retention)
             .await
     }
@@ -203,8 +202,7 @@ impl CronJob {
     /// The job as its instances last recorded it, if any did.
     pub async fn recorded(store: Store, job: &str, instance: &str) -> Result<Option<CronJob>> {
         let key = format!("cron-schedule/{job}");
-        let records = store.backend().records(&key).await?;
-        let Some((_, value)) = records.into_iter().find(|(k, _)| *k == key) else {
+        let Some(value) = store.record(&key).await? else {
             return Ok(None);
         };
         let (expression, zone) = value.split_once('\t').unwrap_or((value.as_str(), "UTC"));
@@ -252,9 +250,9 @@ impl CronJob {
             fence: guard.fence(),
         };
         let key = Name::new(slot)?;
-        let backend = self.store.backend();
-        if !backend
-            .insert_record(&key, &execution.encode(), self.options.retention)
+        if !self
+            .store
+            .insert_record(key.as_str(), &execution.encode(), self.options.retention)
             .await?
         {
             // Ran already (the lock was released after it).
@@ -274,7 +272,7 @@ impl CronJob {
     pub async fn ledger(&self, since: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<Entry>> {
         let prefix = format!("cron/{}/", self.job);
         let mut executions: std::collections::BTreeMap<i64, Execution> = Default::default();
-        for (key, value) in self.store.backend().records(&prefix).await? {
+        for (key, value) in self.store.records(&prefix).await? {
             let (Some(ms), Some(e)) = (
                 key.strip_prefix(&prefix)
                     .and_then(|t| t.parse::<i64>().ok()),
@@ -308,7 +306,6 @@ impl CronJob {
         let prefix = format!("cron/{}/", self.job);
         Ok(self
             .store
-            .backend()
             .records(&prefix)
             .await?
             .iter()
@@ -346,9 +343,8 @@ impl Claim {
         self.execution.outcome = outcome;
         self.job
             .store
-            .backend()
             .put_record(
-                &self.key,
+                self.key.as_str(),
                 &self.execution.encode(),
                 self.job.options.retention,
             )

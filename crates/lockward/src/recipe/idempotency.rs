@@ -1,18 +1,23 @@
 //! Idempotency keys: run an operation at most once per key, and hand later
 //! duplicates the stored result instead of running it again.
 //!
-//! For key `K`, the operation runs under the lock `idem/K` and its result
-//! is stored as the record `idem/K` (see [`Backend::put_record`]):
+//! For key `K` in namespace `N` (`idem` unless [`Idempotency::namespace`]
+//! says otherwise), the operation runs under the lock `N/K` and its result
+//! is stored as the record `N/K`, read back by its exact key:
 //!
 //! - a duplicate that arrives while the first still runs gets
 //!   [`Idempotent::InProgress`] (it does not wait, as a payment API answers
-//!   "409 in progress");
+//!   "409 in progress"), or, with [`Idempotency::waiting`], waits for it
+//!   and then gets its result;
 //! - a duplicate that arrives later gets [`Idempotent::Stored`] with the
 //!   first result, without running anything;
 //! - a run that fails stores nothing, so the key stays free for a retry.
 //!
-//! The record is kept for the retention given (a TTL on Redis, etcd and
-//! ZooKeeper; an expiry column on the SQL stores).
+//! The result is stored while the lock is still held, so no duplicate can
+//! slip in between the run and its record. It is kept for the retention
+//! given (a TTL on Redis, etcd and ZooKeeper; an expiry column on the SQL
+//! stores). [`Idempotency::begin`] gives the steps one by one, for callers
+//! that run the operation themselves (`lockward once` runs a command).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -26,13 +31,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
-//!
-//! [`Backend::put_record`]: crate::backend::Backend::put_record
 
 use std::future::Future;
 use std::time::Duration;
 
+use crate::duration::check_retention;
 use crate::error::{Error, Result};
+use crate::guard::Guard;
 use crate::name::Name;
 use crate::options::LockOptions;
 use crate::store::Store;
@@ -45,8 +50,10 @@ pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
 #[derive(Debug, Clone)]
 pub struct Idempotency {
     store: Store,
+    namespace: String,
     retention: Duration,
     lock: LockOptions,
+    waiting: bool,
 }
 
 /// What [`Idempotency::run`] did.
@@ -71,46 +78,164 @@ pub enum IdempotencyError<E> {
     Store(#[from] Error),
 }
 
+/// What [`Idempotency::begin`] found.
+#[derive(Debug)]
+pub enum Begun {
+    /// The operation ran before; this is its stored result.
+    Stored(String),
+    /// Another caller is running it right now (only without
+    /// [`Idempotency::waiting`]).
+    InProgress,
+    /// This caller holds the key's lock and must run the operation, then
+    /// [`Claim::complete`] or [`Claim::abandon`] it.
+    Claimed(Claim),
+}
+
+/// The right to run one key's operation: the key's lock, held.
+#[derive(Debug)]
+pub struct Claim {
+    store: Store,
+    guard: Guard,
+    key: Name,
+    retention: Duration,
+}
+
+impl Claim {
+    /// The key's lock: its fence fences the operation's writes, and its
+    /// `lost()` fires if the claim ends before the operation does.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Stores `result` as the key's result, then releases the lock. Fails
+    /// with [`Error::Lost`] (storing nothing) when the lock was lost, since
+    /// another caller may be running the operation by then.
+    ///
+    /// Cancelled before the record is written, nothing is stored and the
+    /// lock is released in the background.
+    pub async fn complete(self, result: &str) -> Result<()> {
+        if let Some(reason) = self.guard.lost_reason() {
+            return Err(Error::Lost {
+                name: self.key.to_string(),
+                reason,
+            });
+        }
+        let stored = self
+            .store
+            .put_record(self.key.as_str(), result, self.retention)
+            .await;
+        let released = self.guard.release().await;
+        stored?;
+        match released {
+            Ok(()) | Err(Error::Lost { .. } | Error::NotOwner { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Releases the lock without storing anything: the key stays free for
+    /// a retry.
+    pub async fn abandon(self) -> Result<()> {
+        match self.guard.release().await {
+            Ok(()) | Err(Error::Lost { .. } | Error::NotOwner { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl Idempotency {
     /// Idempotency keys on `store`, keeping results for a day.
     pub fn new(store: Store) -> Idempotency {
         Idempotency {
             store,
+            namespace: "idem".into(),
             retention: DEFAULT_RETENTION,
             lock: LockOptions::new(),
+            waiting: false,
         }
     }
 
-    /// Keeps results for `retention`.
+    /// Keeps results for `retention` (at most 100 years; checked when a
+    /// result is stored).
     pub fn retention(mut self, retention: Duration) -> Idempotency {
         self.retention = retention;
         self
     }
 
-    /// The options of the lock held while an operation runs (TTL and
-    /// renewal; the lock is renewed while the operation runs).
+    /// Keeps this set of keys under `namespace` (`idem` by default), apart
+    /// from other sets on the same store.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Idempotency {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The options of the lock held while an operation runs (TTL, renewal
+    /// and, with [`waiting`](Self::waiting), how long to wait).
     pub fn lock_options(mut self, opts: LockOptions) -> Idempotency {
         self.lock = opts;
         self
     }
 
-    fn key(key: &str) -> Result<Name> {
-        Name::new(format!("idem/{key}"))
+    /// With `true`, a duplicate that arrives while the operation runs waits
+    /// for it (up to the lock options' wait, [`Error::TimedOut`] then) and
+    /// gets its result, or runs it if that run failed.
+    pub fn waiting(mut self, waiting: bool) -> Idempotency {
+        self.waiting = waiting;
+        self
     }
 
-    /// The stored result of `key`, if its operation ran.
+    fn key(&self, key: &str) -> Result<Name> {
+        Name::new(format!("{}/{key}", self.namespace))
+    }
+
+    /// The stored result of `key`, if its operation ran: one read of the
+    /// exact key.
+    ///
+    /// Cancelling the call changes nothing.
     pub async fn result(&self, key: &str) -> Result<Option<String>> {
-        let name = Idempotency::key(key)?;
-        let records = self.store.backend().records(name.as_str()).await?;
-        Ok(records
-            .into_iter()
-            .find(|(k, _)| k == name.as_str())
-            .map(|(_, v)| v))
+        self.store.record(self.key(key)?.as_str()).await
+    }
+
+    /// Looks for `key`'s result, and claims the key when there is none (see
+    /// [`Begun`]).
+    ///
+    /// Dropping the future while it waits for the lock cancels the wait and
+    /// leaves nothing behind.
+    pub async fn begin(&self, key: &str) -> Result<Begun> {
+        let name = self.key(key)?;
+        check_retention(self.retention)?;
+        if let Some(done) = self.store.record(name.as_str()).await? {
+            return Ok(Begun::Stored(done));
+        }
+        let guard = if self.waiting {
+            self.store.acquire(name.as_str(), &self.lock).await?
+        } else {
+            match self.store.try_acquire(name.as_str(), &self.lock).await {
+                Ok(guard) => guard,
+                Err(Error::Busy { .. }) => return Ok(Begun::InProgress),
+                Err(e) => return Err(e),
+            }
+        };
+        // It may have finished between our look and our lock.
+        if let Some(done) = self.store.record(name.as_str()).await? {
+            guard.release().await?;
+            return Ok(Begun::Stored(done));
+        }
+        Ok(Begun::Claimed(Claim {
+            store: self.store.clone(),
+            guard,
+            key: name,
+            retention: self.retention,
+        }))
     }
 
     /// Runs `operation` unless `key` ran already or runs now (see the
     /// module docs). The operation's `Ok` value is stored and returned; an
     /// `Err` stores nothing.
+    ///
+    /// If the lock is lost while the operation runs, the operation's future
+    /// is dropped and [`Error::Lost`] returned. Dropping this future drops
+    /// the operation and releases the lock in the background, storing
+    /// nothing.
     pub async fn run<F, Fut, E>(
         &self,
         key: &str,
@@ -120,37 +245,24 @@ impl Idempotency {
         F: FnOnce() -> Fut,
         Fut: Future<Output = std::result::Result<String, E>>,
     {
-        let name = Idempotency::key(key)?;
-        if let Some(done) = self.result(key).await? {
-            return Ok(Idempotent::Stored(done));
-        }
-        let guard = match self.store.try_acquire(name.as_str(), &self.lock).await {
-            Ok(guard) => guard,
-            Err(Error::Busy { .. }) => return Ok(Idempotent::InProgress),
-            Err(e) => return Err(e.into()),
+        let claim = match self.begin(key).await? {
+            Begun::Stored(done) => return Ok(Idempotent::Stored(done)),
+            Begun::InProgress => return Ok(Idempotent::InProgress),
+            Begun::Claimed(claim) => claim,
         };
-        // It may have finished between our look and our lock.
-        if let Some(done) = self.result(key).await? {
-            guard.release().await?;
-            return Ok(Idempotent::Stored(done));
-        }
         let outcome = tokio::select! {
             outcome = operation() => outcome,
-            reason = guard.lost() => {
-                return Err(Error::Lost { name: name.to_string(), reason }.into());
+            reason = claim.guard.lost() => {
+                return Err(Error::Lost { name: claim.key.to_string(), reason }.into());
             }
         };
         match outcome {
             Ok(result) => {
-                self.store
-                    .backend()
-                    .put_record(&name, &result, self.retention)
-                    .await?;
-                guard.release().await?;
+                claim.complete(&result).await?;
                 Ok(Idempotent::Ran(result))
             }
             Err(e) => {
-                guard.release().await?;
+                claim.abandon().await?;
                 Err(IdempotencyError::Operation(e))
             }
         }

@@ -9,7 +9,7 @@ pub mod rate_limit;
 pub mod semaphore;
 
 pub use election::{Candidate, ElectionConfig, Leadership, Revoked};
-pub use idempotency::{Idempotency, IdempotencyError, Idempotent};
-pub use optimistic::{Optimistic, UpdateError, Updated};
+pub use idempotency::{Begun, Claim, Idempotency, IdempotencyError, Idempotent};
+pub use optimistic::{Applied, Change, Optimistic, UpdateError, Updated};
 pub use rate_limit::{Decision, FixedWindow, Gcra};
 pub use semaphore::{Permit, Semaphore};

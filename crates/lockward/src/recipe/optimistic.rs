@@ -5,7 +5,7 @@
 //! Each store checks the version itself, in one step: SQL's `UPDATE …
 //! WHERE version = $n`, a Redis script, an etcd transaction on the mod
 //! revision, a ZooKeeper `setData` at a version, a majority of Redlock
-//! masters (see [`Backend::write_versioned`]).
+//! masters (see [`RecordBackend::write_versioned`]).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -24,7 +24,7 @@
 //! # }).unwrap();
 //! ```
 //!
-//! [`Backend::write_versioned`]: crate::backend::Backend::write_versioned
+//! [`RecordBackend::write_versioned`]: crate::backend::RecordBackend::write_versioned
 
 use std::time::Duration;
 
@@ -97,22 +97,28 @@ impl Optimistic {
     }
 
     /// The record of `key` and its version, if it exists.
+    ///
+    /// Cancelling the call changes nothing.
     pub async fn read(&self, key: &str) -> Result<Option<Versioned>> {
-        self.store.backend().read_versioned(&Name::new(key)?).await
+        self.store.read_versioned(key).await
     }
 
     /// Writes `value` if `key` is still at `expected` (0: absent): the new
     /// version, or `None` on a conflict.
+    ///
+    /// A cancelled call may or may not have written; read again to know.
     pub async fn write(&self, key: &str, expected: u64, value: &str) -> Result<Option<u64>> {
         self.store
-            .backend()
-            .write_versioned(&Name::new(key)?, expected, value, self.keep_for)
+            .write_versioned(key, expected, value, self.keep_for)
             .await
     }
 
     /// Reads `key`, applies `f` to its value (`None` when absent) and writes
     /// the result if nobody wrote meanwhile; retries on conflicts. `f` may
     /// run several times; an `Err` from it stops the update.
+    ///
+    /// Cancelling the call between tries writes nothing; cancelled during a
+    /// write, that write may or may not have landed.
     pub async fn update<F, E>(
         &self,
         key: &str,
@@ -121,38 +127,121 @@ impl Optimistic {
     where
         F: FnMut(Option<&str>) -> std::result::Result<String, E>,
     {
+        let keep_for = self.keep_for;
+        let applied = self
+            .apply(key, |current| match f(current) {
+                Ok(next) => Change::Write {
+                    value: next.clone(),
+                    keep_for,
+                    outcome: Ok(next),
+                },
+                Err(e) => Change::Keep(Err(e)),
+            })
+            .await;
+        match applied {
+            Ok(Applied {
+                outcome: Ok(value),
+                version: Some(version),
+                conflicts,
+            }) => Ok(Updated {
+                value,
+                version,
+                conflicts,
+            }),
+            Ok(Applied {
+                outcome: Err(e), ..
+            }) => Err(UpdateError::Declined(e)),
+            Ok(Applied { version: None, .. }) => unreachable!("a write always has a version"),
+            Err(Error::Contended { key, tries }) => Err(UpdateError::Contended { key, tries }),
+            Err(e) => Err(UpdateError::Store(e)),
+        }
+    }
+
+    /// The general form of [`update`](Self::update): `f` sees the current
+    /// value and decides to write a new one (for how long) or to write
+    /// nothing, with an outcome of its own either way, which is returned
+    /// once a write sticks (or at once when nothing is written). Rate limits
+    /// are built on it. [`Error::Contended`] when every try met a conflict.
+    ///
+    /// Cancellation as for [`update`](Self::update).
+    pub async fn apply<T, F>(&self, key: &str, mut f: F) -> Result<Applied<T>>
+    where
+        F: FnMut(Option<&str>) -> Change<T>,
+    {
         let name = Name::new(key)?;
-        let backend = self.store.backend();
         let mut conflicts = 0;
         for attempt in 0..self.tries {
             if attempt > 0 {
                 tokio::time::sleep(backoff(attempt)).await;
             }
-            let current = backend.read_versioned(&name).await?;
+            let current = self.store.read_versioned(name.as_str()).await?;
             let (value, expected) = match &current {
                 Some(v) => (Some(v.value.as_str()), v.version),
                 None => (None, 0),
             };
-            let next = f(value).map_err(UpdateError::Declined)?;
-            match backend
-                .write_versioned(&name, expected, &next, self.keep_for)
+            let (value, keep_for, outcome) = match f(value) {
+                Change::Keep(outcome) => {
+                    return Ok(Applied {
+                        outcome,
+                        version: None,
+                        conflicts,
+                    })
+                }
+                Change::Write {
+                    value,
+                    keep_for,
+                    outcome,
+                } => (value, keep_for, outcome),
+            };
+            let keep_for = keep_for.max(Duration::from_millis(1));
+            match self
+                .store
+                .write_versioned(name.as_str(), expected, &value, keep_for)
                 .await?
             {
                 Some(version) => {
-                    return Ok(Updated {
-                        value: next,
-                        version,
+                    return Ok(Applied {
+                        outcome,
+                        version: Some(version),
                         conflicts,
                     })
                 }
                 None => conflicts += 1,
             }
         }
-        Err(UpdateError::Contended {
+        Err(Error::Contended {
             key: key.to_string(),
             tries: self.tries,
         })
     }
+}
+
+/// What the function given to [`Optimistic::apply`] decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change<T> {
+    /// Write `value`, kept for `keep_for`; `outcome` is returned once the
+    /// write sticks.
+    Write {
+        /// The new value.
+        value: String,
+        /// How long the record is kept (at least 1 ms).
+        keep_for: Duration,
+        /// What the caller gets back.
+        outcome: T,
+    },
+    /// Write nothing and return this outcome.
+    Keep(T),
+}
+
+/// What [`Optimistic::apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied<T> {
+    /// The outcome the function returned on the try that counted.
+    pub outcome: T,
+    /// The version written, or `None` when the function wrote nothing.
+    pub version: Option<u64>,
+    /// How many conflicting writes were met (and retried) on the way.
+    pub conflicts: u32,
 }
 
 /// Full jitter on 1 ms doubling to at most 100 ms.

@@ -1,7 +1,9 @@
 //! Rate limits shared by every instance: a fixed window (the seeds' `INCR`
 //! and `EXPIRE`) and GCRA, a smooth limit with bursts. Both keep one
-//! versioned record per subject and update it with a compare-and-set, so
-//! they work on every store; each answers allowed or retry-after.
+//! versioned record per subject and update it with an optimistic update
+//! ([`Optimistic::apply`]), so they work on every store; each answers
+//! allowed or retry-after. Under contention beyond its tries, a check fails
+//! with [`Error::Contended`].
 //!
 //! Windows and the GCRA schedule are timed by the calling host's clock:
 //! instances whose clocks differ by δ may let through up to δ's worth of
@@ -21,6 +23,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::optimistic::{Change, Optimistic};
 use crate::error::{Error, Result};
 use crate::name::Name;
 use crate::store::Store;
@@ -66,40 +69,25 @@ fn check_limit(limit: u64, period: Duration) -> Result<()> {
     Ok(())
 }
 
-/// Applies `step` to the record of `key` with compare-and-set until a write
-/// sticks. `step` gets the stored value and returns the value to store (and
-/// for how long), or `None` to store nothing, with the decision.
-async fn cas_loop<F>(store: &Store, key: &Name, mut step: F) -> Result<Decision>
+/// Counts one request on the record of `key`: `step` gets the stored value
+/// and the time, and returns the value to store (and for how long), or
+/// `None` to store nothing, with the decision.
+async fn decide<F>(store: &Store, key: &str, mut step: F) -> Result<Decision>
 where
     F: FnMut(Option<&str>, u64) -> (Option<(String, Duration)>, Decision),
 {
-    let backend = store.backend();
-    for attempt in 0..TRIES {
-        if attempt > 0 {
-            let cap = (1u64 << attempt.min(6)) * 500;
-            tokio::time::sleep(Duration::from_micros(fastrand::u64(0..=cap))).await;
-        }
-        let current = backend.read_versioned(key).await?;
-        let (value, version) = match &current {
-            Some(v) => (Some(v.value.as_str()), v.version),
-            None => (None, 0),
-        };
-        let (write, decision) = step(value, now_ms());
-        let Some((next, ttl)) = write else {
-            return Ok(decision);
-        };
-        if backend
-            .write_versioned(key, version, &next, ttl.max(Duration::from_millis(1)))
-            .await?
-            .is_some()
-        {
-            return Ok(decision);
-        }
-    }
-    Err(Error::Unavailable {
-        address: store.address(),
-        message: format!("the rate limit {key} changed under each of {TRIES} tries"),
-    })
+    let updates = Optimistic::new(store.clone()).tries(TRIES);
+    let applied = updates
+        .apply(key, |stored| match step(stored, now_ms()) {
+            (Some((value, keep_for)), decision) => Change::Write {
+                value,
+                keep_for,
+                outcome: decision,
+            },
+            (None, decision) => Change::Keep(decision),
+        })
+        .await?;
+    Ok(applied.outcome)
 }
 
 /// At most `limit` requests per subject in each window of `window` (aligned
@@ -136,7 +124,7 @@ impl FixedWindow {
         let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
         let window_ms = self.window.as_millis().max(1) as u64;
         let limit = self.limit;
-        cas_loop(&self.store, &key, |stored, now| {
+        decide(&self.store, key.as_str(), |stored, now| {
             let start = now - now % window_ms;
             let count = stored
                 .and_then(|v| v.split_once(' '))
@@ -195,7 +183,7 @@ impl Gcra {
     pub async fn check(&self, subject: &str) -> Result<Decision> {
         let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
         let (interval, tolerance) = (self.interval_us, self.tolerance_us);
-        cas_loop(&self.store, &key, |stored, now_ms| {
+        decide(&self.store, key.as_str(), |stored, now_ms| {
             let now = now_ms * 1_000;
             // The theoretical arrival time of the next request.
             let tat = stored

@@ -30,6 +30,7 @@
 //! one stops answering (tonic's balancer keeps routing to a dead member);
 //! members without a leader refuse calls rather than serve stale reads.
 
+mod records;
 pub mod keys;
 
 use std::collections::HashMap;
@@ -43,7 +44,7 @@ use etcd_client::{
     SortTarget, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 
-use crate::backend::{Attempt, Backend, Capabilities, Grant, Request};
+use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -546,7 +547,7 @@ fn unavailable(address: &str, e: etcd_client::Error) -> Error {
 }
 
 #[async_trait]
-impl Backend for EtcdBackend {
+impl LockBackend for EtcdBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fifo: true,
@@ -740,129 +741,6 @@ impl Backend for EtcdBackend {
             expires_in: ttl,
             waiters: Some(resp.kvs().len() - 1),
         }))
-    }
-
-    /// Each record has a lease of its own, with the record's TTL.
-    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        let record = keys::record_key(&self.prefix, key.as_str());
-        let lease = self.grant(ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                record.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then([TxnOp::put(
-                record,
-                value,
-                Some(PutOptions::new().with_lease(lease)),
-            )]);
-        let resp = self
-            .call(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await?;
-        if !resp.succeeded() {
-            // Unused: let it go now rather than at its TTL.
-            let _ = self
-                .call(|mut c| async move { c.lease_revoke(lease).await })
-                .await;
-        }
-        Ok(resp.succeeded())
-    }
-
-    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        let record = keys::record_key(&self.prefix, key.as_str());
-        let lease = self.grant(ttl).await?;
-        self.call(|mut c| {
-            let (record, value) = (record.clone(), value.to_string());
-            async move {
-                c.put(record, value, Some(PutOptions::new().with_lease(lease)))
-                    .await
-            }
-        })
-        .await
-        .map(|_| ())
-    }
-
-    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        let range = keys::record_key(&self.prefix, prefix);
-        let head = keys::record_key(&self.prefix, "");
-        let resp = self
-            .call(|mut c| {
-                let range = range.clone();
-                async move { c.get(range, Some(GetOptions::new().with_prefix())).await }
-            })
-            .await?;
-        let mut out: Vec<(String, String)> = resp
-            .kvs()
-            .iter()
-            .filter_map(|kv| {
-                let key = std::str::from_utf8(kv.key())
-                    .ok()?
-                    .strip_prefix(head.as_str())?;
-                Some((
-                    keys::unescape(key)?,
-                    String::from_utf8_lossy(kv.value()).into_owned(),
-                ))
-            })
-            .collect();
-        out.sort();
-        Ok(out)
-    }
-
-    /// The version is the key's mod revision: global, so it only grows,
-    /// also when the key expired (its lease ended) and was created again.
-    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
-        let k = keys::versioned_key(&self.prefix, key.as_str());
-        let resp = self
-            .call(|mut c| {
-                let k = k.clone();
-                async move { c.get(k, None).await }
-            })
-            .await?;
-        Ok(resp.kvs().first().map(|kv| crate::backend::Versioned {
-            value: String::from_utf8_lossy(kv.value()).into_owned(),
-            version: kv.mod_revision() as u64,
-        }))
-    }
-
-    /// A transaction on the mod revision (0 for a missing key), with a
-    /// lease of the record's TTL.
-    async fn write_versioned(
-        &self,
-        key: &Name,
-        expected: u64,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
-        let k = keys::versioned_key(&self.prefix, key.as_str());
-        let lease = self.grant(ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                k.clone(),
-                CompareOp::Equal,
-                expected as i64,
-            )])
-            .and_then([TxnOp::put(
-                k,
-                value,
-                Some(PutOptions::new().with_lease(lease)),
-            )]);
-        let resp = self
-            .call(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await?;
-        if !resp.succeeded() {
-            let _ = self
-                .call(|mut c| async move { c.lease_revoke(lease).await })
-                .await;
-            return Ok(None);
-        }
-        Ok(resp.header().map(|h| h.revision() as u64))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {

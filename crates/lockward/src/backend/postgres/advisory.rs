@@ -28,7 +28,8 @@ use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls};
 
 use super::conn;
-use crate::backend::{Attempt, Backend, Capabilities, Grant, Request};
+use super::records::RecordTables;
+use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -143,7 +144,7 @@ impl AdvisoryBackend {
 }
 
 #[async_trait]
-impl Backend for AdvisoryBackend {
+impl LockBackend for AdvisoryBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fifo: true,
@@ -280,32 +281,6 @@ impl Backend for AdvisoryBackend {
         }
     }
 
-    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        conn::records::insert(&self.shared, &self.table, key, value, ttl).await
-    }
-
-    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        conn::records::put(&self.shared, &self.table, key, value, ttl).await
-    }
-
-    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
-        conn::records::read_versioned(&self.shared, &self.table, key).await
-    }
-
-    async fn write_versioned(
-        &self,
-        key: &Name,
-        expected: u64,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
-        conn::records::write_versioned(&self.shared, &self.table, key, expected, value, ttl).await
-    }
-
-    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        conn::records::list(&self.shared, &self.table, prefix).await
-    }
-
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let held = self.list(name.as_str()).await?;
         Ok(held.into_iter().find(|i| i.name == name.as_str()))
@@ -332,5 +307,15 @@ impl Backend for AdvisoryBackend {
                 waiters: None,
             })
             .collect())
+    }
+}
+
+impl RecordTables for AdvisoryBackend {
+    fn shared(&self) -> &conn::Shared {
+        &self.shared
+    }
+
+    fn table(&self) -> &str {
+        &self.table
     }
 }

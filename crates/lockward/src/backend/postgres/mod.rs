@@ -16,13 +16,14 @@
 pub mod advisory;
 pub(crate) mod conn;
 mod listen;
+mod records;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::backend::{Attempt, Backend, Capabilities, Request, Subscription};
+use crate::backend::{Attempt, Backend, Capabilities, LockBackend, Request, Subscription};
 use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -129,7 +130,7 @@ fn info(row: &tokio_postgres::Row) -> LockInfo {
 }
 
 #[async_trait]
-impl Backend for LeaseBackend {
+impl LockBackend for LeaseBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fifo: false,
@@ -189,33 +190,6 @@ impl Backend for LeaseBackend {
         crate::backend::owner_checked(name, rows.len() as u64)
     }
 
-    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        conn::records::insert(&self.shared, &self.sql.table, key, value, ttl).await
-    }
-
-    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        conn::records::put(&self.shared, &self.sql.table, key, value, ttl).await
-    }
-
-    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
-        conn::records::read_versioned(&self.shared, &self.sql.table, key).await
-    }
-
-    async fn write_versioned(
-        &self,
-        key: &Name,
-        expected: u64,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
-        conn::records::write_versioned(&self.shared, &self.sql.table, key, expected, value, ttl)
-            .await
-    }
-
-    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        conn::records::list(&self.shared, &self.sql.table, prefix).await
-    }
-
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let held = self.list(name.as_str()).await?;
         Ok(held.into_iter().find(|i| i.name == name.as_str()))
@@ -224,5 +198,15 @@ impl Backend for LeaseBackend {
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let rows = self.run(&self.sql.list, &[&prefix]).await?;
         Ok(rows.iter().map(info).collect())
+    }
+}
+
+impl records::RecordTables for LeaseBackend {
+    fn shared(&self) -> &conn::Shared {
+        &self.shared
+    }
+
+    fn table(&self) -> &str {
+        &self.sql.table
     }
 }

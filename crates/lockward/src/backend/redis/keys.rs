@@ -10,6 +10,7 @@
 //! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
 //! | `P` + esc(K) + `:record` | a recipe's record K (the cron ledger) | with the record's TTL |
 //! | `P` + esc(K) + `:versioned` | a versioned record K: a hash of version `v` and data `d` | with the record's TTL |
+//! | `P` + `:w:` + esc(K) (and its `:fence`, …) | Redlock only: the write lock of versioned record K | with the write |
 //!
 //! On a Redis Cluster, esc(N) is wrapped in a hash tag, `P{esc(N)}…`, so
 //! the three keys of a name live in one slot and each script touches one
@@ -111,6 +112,13 @@ pub fn record_key(prefix: &str, key: &Name, cluster: bool) -> String {
 /// The key of versioned record `key`.
 pub fn versioned_key(prefix: &str, key: &Name, cluster: bool) -> String {
     format!("{}:versioned", keys(prefix, key, cluster).lock)
+}
+
+/// Redlock's write lock of versioned record `key`: a lock in a key space of
+/// its own (`P:w:…`). An escaped name never holds `:`, so no user lock can
+/// share these keys, and [`name_of`] keeps them out of `list`.
+pub fn write_lock_keys(prefix: &str, key: &Name) -> Keys {
+    keys(&format!("{prefix}:w:"), key, false)
 }
 
 /// The record key a SCAN found, back to the record's own key.

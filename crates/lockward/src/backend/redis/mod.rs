@@ -17,6 +17,7 @@
 //! Expiry is timed by Redis's clock (`PX`), so client clock skew does not
 //! matter. Key names are documented in [`keys`].
 
+mod records;
 pub(crate) mod channels;
 pub(crate) mod conn;
 pub mod keys;
@@ -28,7 +29,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::Value;
 
-use crate::backend::{Attempt, Backend, Capabilities, Request, Subscription};
+use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -147,7 +148,7 @@ pub(crate) fn text(v: &Value) -> Option<String> {
 }
 
 #[async_trait]
-impl Backend for RedisBackend {
+impl LockBackend for RedisBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fifo: false,
@@ -288,87 +289,6 @@ impl Backend for RedisBackend {
             expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
             waiters: None,
         }))
-    }
-
-    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        let stored: Option<String> = redis::cmd("SET")
-            .arg(keys::record_key(&self.prefix, key, self.cluster))
-            .arg(value)
-            .arg("NX")
-            .arg("PX")
-            .arg(millis(ttl))
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.unavailable(e))?;
-        Ok(stored.is_some())
-    }
-
-    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        redis::cmd("SET")
-            .arg(keys::record_key(&self.prefix, key, self.cluster))
-            .arg(value)
-            .arg("PX")
-            .arg(millis(ttl))
-            .query_async::<()>(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.unavailable(e))
-    }
-
-    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
-        let found = conn::scan_all(&self.conn, &pattern)
-            .await
-            .map_err(|e| self.unavailable(e))?;
-        let mut out = Vec::new();
-        for key in found {
-            let Some(record) = key
-                .strip_prefix(self.prefix.as_str())
-                .and_then(|k| keys::record_of(k, self.cluster))
-            else {
-                continue;
-            };
-            let value: Option<String> = redis::cmd("GET")
-                .arg(&key)
-                .query_async(&mut self.conn.clone())
-                .await
-                .map_err(|e| self.unavailable(e))?;
-            if let Some(value) = value {
-                out.push((record, value));
-            }
-        }
-        out.sort();
-        Ok(out)
-    }
-
-    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
-        let (version, value): (Option<u64>, Option<String>) = redis::cmd("HMGET")
-            .arg(keys::versioned_key(&self.prefix, key, self.cluster))
-            .arg("v")
-            .arg("d")
-            .query_async(&mut self.conn.clone())
-            .await
-            .map_err(|e| self.unavailable(e))?;
-        Ok(match (version, value) {
-            (Some(version), Some(value)) => Some(crate::backend::Versioned { value, version }),
-            _ => None,
-        })
-    }
-
-    async fn write_versioned(
-        &self,
-        key: &Name,
-        expected: u64,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
-        let mut call = self.scripts.write_versioned.prepare_invoke();
-        call.key(keys::versioned_key(&self.prefix, key, self.cluster))
-            .arg(expected)
-            .arg(value)
-            .arg(millis(ttl))
-            .arg(OwnerId::random().to_string());
-        let (version, _): (u64, bool) = self.invoke(&call).await?;
-        Ok((version > 0).then_some(version))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {

@@ -35,6 +35,7 @@
 //! that do not jump back. The chaos tests restart a minority without
 //! persistence to check it.
 
+mod records;
 mod scripts;
 mod wakeup;
 
@@ -48,7 +49,7 @@ use redis::{Script, Value};
 use crate::backend::redis::channels::Channels;
 use crate::backend::redis::conn::Conn;
 use crate::backend::redis::{int, keys, millis, redis_error, text};
-use crate::backend::{Attempt, Backend, Capabilities, Request, Subscription};
+use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
 use crate::duration::drift;
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
@@ -251,127 +252,12 @@ impl RedlockBackend {
         Ok(results.iter().filter(|r| matches!(r, Ok(Some(_)))).count())
     }
 
-    /// Releases on every master (owner-checked, so harmless where we do
-    /// not hold it); returns how many released and the failures.
-    async fn release_everywhere(
-        &self,
-        name: &Name,
-        owner: &str,
-        timeout: Duration,
-    ) -> (usize, Vec<String>) {
-        let k = keys::keys(&self.prefix, name, false);
-        let results = self
-            .on_all(timeout, |conn| {
-                let (script, k) = (&self.release, &k);
-                async move {
-                    let mut call = script.key(&k.lock);
-                    call.key(&k.channel).key(&k.holder).arg(owner);
-                    call.invoke_async::<i64>(&mut conn.clone()).await
-                }
-            })
-            .await;
-        let released = results.iter().filter(|r| matches!(r, Ok(1))).count();
-        (released, self.failures(&results))
-    }
-
-    /// The read-compare-write of [`Backend::write_versioned`], made while
-    /// holding the record's write lock with `fence` until `valid_until`.
-    async fn write_under_lock(
-        &self,
-        key: &Name,
-        expected: u64,
-        value: &str,
-        ttl: Duration,
-        fence: u64,
-        valid_until: Instant,
-    ) -> Result<Option<u64>> {
-        let current = self.read_versioned(key).await?.map_or(0, |v| v.version);
-        if current != expected {
-            return Ok(None);
-        }
-        if Instant::now() >= valid_until || fence <= current {
-            return Ok(None);
-        }
-        let k = keys::versioned_key(&self.prefix, key, false);
-        let replies = self
-            .on_all(NODE_TIMEOUT, |conn| {
-                let mut call = self.write_versioned.key(&k);
-                call.arg(fence).arg(value).arg(millis(ttl));
-                async move { call.invoke_async::<i64>(&mut conn.clone()).await }
-            })
-            .await;
-        let accepted = replies.iter().filter(|r| matches!(r, Ok(1))).count();
-        if accepted >= self.quorum {
-            return Ok(Some(fence));
-        }
-        Err(Error::Unavailable {
-            address: self.address.clone(),
-            message: format!(
-                "a versioned write of {key} reached {accepted} of {} masters, short of a \
-                 majority; its outcome is unknown: {}",
-                self.masters.len(),
-                self.failures(&replies).join("; ")
-            ),
-        })
-    }
-
-    fn vote(&self, reply: std::result::Result<Vec<Value>, String>, lock_key: &str) -> Result<Vote> {
-        let reply = match reply {
-            Ok(r) => r,
-            Err(e) => return Ok(Vote::Failed(e)),
-        };
-        let detail = reply.get(1);
-        match reply.first().and_then(int) {
-            Some(1) => detail
-                .and_then(int)
-                .and_then(|r| u64::try_from(r).ok())
-                .map(Vote::Granted)
-                .ok_or_else(|| self.protocol(format!("bad reading in {reply:?}"))),
-            Some(0) => Ok(Vote::Held(
-                detail
-                    .and_then(int)
-                    .and_then(|ms| u64::try_from(ms).ok())
-                    .map(Duration::from_millis),
-            )),
-            Some(-1) => Err(self.protocol(format!(
-                "key {lock_key} holds a {} that lockward did not write; it was left untouched",
-                detail.and_then(text).unwrap_or_default()
-            ))),
-            Some(-2) => Err(self.protocol(format!(
-                "key {lock_key} holds a value without expiry that lockward did not write; it was left untouched"
-            ))),
-            Some(-3) => Err(self.protocol(format!(
-                "the fence counter of {lock_key} is not a number; it was left untouched"
-            ))),
-            _ => Err(self.protocol(format!("unexpected reply {reply:?}"))),
-        }
-    }
-}
-
-#[async_trait]
-impl Backend for RedlockBackend {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            fifo: false,
-            pushed_wakeups: true,
-            server_detects_loss: false,
-            server_clock: true,
-            expires: true,
-            durable: true,
-            cross_process: true,
-            cross_host: true,
-        }
-    }
-
-    fn address(&self) -> String {
-        self.address.clone()
-    }
-
-    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+    /// One grant attempt (both rounds) on the keys `k`: a user's lock, or
+    /// a versioned record's write lock.
+    async fn try_acquire_keys(&self, k: keys::Keys, req: &Request<'_>) -> Result<Attempt> {
         let started = Instant::now();
         let limit = req.ttl.saturating_sub(drift(req.ttl));
         let timeout = node_timeout(req.ttl);
-        let k = keys::keys(&self.prefix, req.name, false);
         let owner = req.owner.to_string();
         let ttl_ms = millis(req.ttl);
         // Dropped before it returns (a cancelled wait), this attempt must not
@@ -408,7 +294,7 @@ impl Backend for RedlockBackend {
                 Ok(Vote::Held(pttl)) => held.push(pttl),
                 Ok(Vote::Failed(e)) => failed.push(e),
                 Err(e) => {
-                    self.release_everywhere(req.name, &owner, timeout).await;
+                    self.release_everywhere(&k, &owner, timeout).await;
                     return Err(e);
                 }
             }
@@ -443,7 +329,7 @@ impl Backend for RedlockBackend {
 
         // Not granted: undo what we took, everywhere (a timed-out SET may
         // still have landed).
-        self.release_everywhere(req.name, &owner, timeout).await;
+        self.release_everywhere(&k, &owner, timeout).await;
         abandoned.armed = false;
         if failed.len() > self.masters.len() - self.quorum {
             return Err(self.no_quorum(&failed));
@@ -460,6 +346,85 @@ impl Backend for RedlockBackend {
             n => pttls.get(n - 1).copied(),
         };
         Ok(Attempt::Held { expires_in })
+    }
+
+    /// Releases on every master (owner-checked, so harmless where we do
+    /// not hold it); returns how many released and the failures.
+    async fn release_everywhere(
+        &self,
+        k: &keys::Keys,
+        owner: &str,
+        timeout: Duration,
+    ) -> (usize, Vec<String>) {
+        let results = self
+            .on_all(timeout, |conn| {
+                let script = &self.release;
+                async move {
+                    let mut call = script.key(&k.lock);
+                    call.key(&k.channel).key(&k.holder).arg(owner);
+                    call.invoke_async::<i64>(&mut conn.clone()).await
+                }
+            })
+            .await;
+        let released = results.iter().filter(|r| matches!(r, Ok(1))).count();
+        (released, self.failures(&results))
+    }
+
+    fn vote(&self, reply: std::result::Result<Vec<Value>, String>, lock_key: &str) -> Result<Vote> {
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => return Ok(Vote::Failed(e)),
+        };
+        let detail = reply.get(1);
+        match reply.first().and_then(int) {
+            Some(1) => detail
+                .and_then(int)
+                .and_then(|r| u64::try_from(r).ok())
+                .map(Vote::Granted)
+                .ok_or_else(|| self.protocol(format!("bad reading in {reply:?}"))),
+            Some(0) => Ok(Vote::Held(
+                detail
+                    .and_then(int)
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .map(Duration::from_millis),
+            )),
+            Some(-1) => Err(self.protocol(format!(
+                "key {lock_key} holds a {} that lockward did not write; it was left untouched",
+                detail.and_then(text).unwrap_or_default()
+            ))),
+            Some(-2) => Err(self.protocol(format!(
+                "key {lock_key} holds a value without expiry that lockward did not write; it was left untouched"
+            ))),
+            Some(-3) => Err(self.protocol(format!(
+                "the fence counter of {lock_key} is not a number; it was left untouched"
+            ))),
+            _ => Err(self.protocol(format!("unexpected reply {reply:?}"))),
+        }
+    }
+}
+
+#[async_trait]
+impl LockBackend for RedlockBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: false,
+            pushed_wakeups: true,
+            server_detects_loss: false,
+            server_clock: true,
+            expires: true,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        self.try_acquire_keys(keys::keys(&self.prefix, req.name, false), req)
+            .await
     }
 
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
@@ -509,7 +474,7 @@ impl Backend for RedlockBackend {
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
         let (released, failed) = self
-            .release_everywhere(name, &owner.to_string(), NODE_TIMEOUT)
+            .release_everywhere(&keys::keys(&self.prefix, name, false), &owner.to_string(), NODE_TIMEOUT)
             .await;
         if released > 0 {
             Ok(())
@@ -583,129 +548,6 @@ impl Backend for RedlockBackend {
             expires_in: pttls.get(self.quorum - 1).copied(),
             waiters: None,
         }))
-    }
-
-    /// A record counts when a majority stored it.
-    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        Ok(self.set_record(key, value, ttl, true).await? >= self.quorum)
-    }
-
-    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        self.set_record(key, value, ttl, false).await.map(|_| ())
-    }
-
-    /// Each record's value as a majority of masters holds it (else the
-    /// value most masters hold).
-    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        let pattern = keys::scan_pattern(&self.prefix, prefix, false);
-        let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-        for m in &self.masters {
-            let Ok(found) = crate::backend::redis::conn::scan_all(&m.conn, &pattern).await else {
-                continue;
-            };
-            for key in found {
-                let Some(record) = key
-                    .strip_prefix(self.prefix.as_str())
-                    .and_then(|k| keys::record_of(k, false))
-                else {
-                    continue;
-                };
-                let value: Option<String> = redis::cmd("GET")
-                    .arg(&key)
-                    .query_async(&mut m.conn.clone())
-                    .await
-                    .unwrap_or(None);
-                if let Some(value) = value {
-                    seen.entry(record).or_default().push(value);
-                }
-            }
-        }
-        Ok(seen
-            .into_iter()
-            .filter_map(|(record, mut values)| {
-                values.sort();
-                let mut best: Option<(usize, String)> = None;
-                for v in values.chunk_by(|a, b| a == b) {
-                    if best.as_ref().is_none_or(|(n, _)| v.len() > *n) {
-                        best = Some((v.len(), v[0].clone()));
-                    }
-                }
-                best.map(|(_, v)| (record, v))
-            })
-            .collect())
-    }
-
-    /// The highest version among a majority of answers: every accepted
-    /// write is on a majority and carries a larger version than the ones
-    /// before it, so any majority includes the latest.
-    async fn read_versioned(&self, key: &Name) -> Result<Option<crate::backend::Versioned>> {
-        let k = keys::versioned_key(&self.prefix, key, false);
-        let replies = self
-            .on_all(NODE_TIMEOUT, |conn| {
-                let mut cmd = redis::cmd("HMGET");
-                cmd.arg(&k).arg("v").arg("d");
-                async move {
-                    cmd.query_async::<(Option<u64>, Option<String>)>(&mut conn.clone())
-                        .await
-                }
-            })
-            .await;
-        let failed = self.failures(&replies);
-        if failed.len() > self.masters.len() - self.quorum {
-            return Err(self.no_quorum(&failed));
-        }
-        Ok(replies
-            .into_iter()
-            .filter_map(|r| r.ok())
-            .filter_map(|(v, d)| {
-                Some(crate::backend::Versioned {
-                    version: v?,
-                    value: d?,
-                })
-            })
-            .max_by_key(|r| r.version))
-    }
-
-    /// Independent masters cannot agree on a compare-and-set by
-    /// themselves, so writers take turns: a write takes the Redlock lock
-    /// `versioned/KEY`, reads a majority, and writes everywhere with the
-    /// lock's fence as the new version; a master refuses a version below
-    /// its own, so a writer that lost the lock while paused is refused. A
-    /// write that reached fewer than a majority has an unknown outcome and
-    /// is an error; a busy write lock is a conflict.
-    async fn write_versioned(
-        &self,
-        key: &Name,
-        expected: u64,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
-        let lock = Name::new(format!("versioned/{key}"))?;
-        let lock_ttl = Duration::from_secs(2);
-        let owner = OwnerId::random();
-        let started = Instant::now();
-        let req = Request {
-            name: &lock,
-            owner,
-            ttl: lock_ttl,
-            label: None,
-        };
-        let fence = match self.try_acquire(&req).await? {
-            Attempt::Granted { fence } => fence,
-            Attempt::Held { .. } => return Ok(None),
-        };
-        let outcome = self
-            .write_under_lock(
-                key,
-                expected,
-                value,
-                ttl,
-                fence,
-                started + lock_ttl - drift(lock_ttl),
-            )
-            .await;
-        let _ = self.release(&lock, owner).await;
-        outcome
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {

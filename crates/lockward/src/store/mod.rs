@@ -15,6 +15,8 @@ use crate::name::Name;
 use crate::options::LockOptions;
 use crate::owner::OwnerId;
 use crate::renewer::Renewer;
+
+mod records;
 use crate::url::StoreUrl;
 
 /// A connection to one backend, opened from a URL. Cheap to clone; share one

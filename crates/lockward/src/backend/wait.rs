@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::{Attempt, Backend, Grant, Request};
+use super::{Attempt, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
 
 /// First polling interval when the store cannot push notifications.
@@ -42,8 +42,8 @@ impl Backoff {
     }
 }
 
-/// The default waiting strategy of [`Backend::acquire`].
-pub async fn acquire_by_rechecking<B: Backend + ?Sized>(
+/// The default waiting strategy of [`LockBackend::acquire`].
+pub async fn acquire_by_rechecking<B: LockBackend + ?Sized>(
     backend: &B,
     req: &Request<'_>,
     deadline: Option<Instant>,

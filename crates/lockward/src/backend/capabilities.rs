@@ -1,0 +1,30 @@
+//! What a backend declares it guarantees: the capabilities the conformance
+//! suite checks and code and docs read.
+
+/// What a backend guarantees and how it behaves. Code and docs read these;
+/// the conformance suite checks every claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Waiters acquire in the order they started waiting.
+    pub fifo: bool,
+    /// Waiters are woken by the store (notify, pub/sub, watch) rather than
+    /// by polling.
+    pub pushed_wakeups: bool,
+    /// The store itself frees the lock when the holder's session or
+    /// connection dies, before the TTL (ephemeral nodes, advisory locks).
+    pub server_detects_loss: bool,
+    /// Expiry is timed by the store's clock, not by the clients' hosts.
+    pub server_clock: bool,
+    /// The store frees a lock whose TTL passed without renewal. False for
+    /// session locks (PostgreSQL advisory mode): those are held until the
+    /// holder releases them or its session ends, so a paused holder keeps
+    /// its lock (and nobody else can take it meanwhile).
+    pub expires: bool,
+    /// Fences and locks survive reopening the store (and, for servers, a
+    /// restart with persistence).
+    pub durable: bool,
+    /// Separate processes can share locks.
+    pub cross_process: bool,
+    /// Separate hosts can share locks.
+    pub cross_host: bool,
+}

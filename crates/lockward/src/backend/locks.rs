@@ -1,0 +1,139 @@
+//! The lock seam: what a backend does to take, wait for, extend, release
+//! and inspect a lock. Leases, guards, renewal and deadlines are built on
+//! top of it by [`Store`](crate::Store), so every backend gets them alike.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use super::{Capabilities, Subscription};
+use crate::error::Result;
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// One acquisition request.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// What to lock.
+    pub name: &'a Name,
+    /// Who asks.
+    pub owner: OwnerId,
+    /// How long the store keeps the lock without renewal.
+    pub ttl: Duration,
+    /// Human label of the holder, stored where the backend can.
+    pub label: Option<&'a str>,
+}
+
+/// The outcome of one non-waiting attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// The lock is ours, with this fencing token.
+    Granted {
+        /// The fencing token.
+        fence: u64,
+    },
+    /// Someone else holds it (or waiters queue ahead of us).
+    Held {
+        /// When the holder's lease runs out, if the store can tell: a waiter
+        /// re-checks then, since an expiry pushes no notification.
+        expires_in: Option<Duration>,
+    },
+}
+
+/// A granted lock, as a waiting acquisition returns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The fencing token.
+    pub fence: u64,
+    /// When the successful request started: the local deadline counts from
+    /// here.
+    pub started: Instant,
+}
+
+/// The lock operations of a store: the first of the two seams a backend
+/// implements (the other is [`RecordBackend`](super::RecordBackend)).
+///
+/// Every method is owner-checked and atomic on the store. Cancelling a call
+/// (dropping its future) may leave its request in flight on the store;
+/// [`Store`](crate::Store) releases what such a request may have granted.
+#[async_trait]
+pub trait LockBackend: Send + Sync + 'static {
+    /// What this backend guarantees.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The store's address for messages, with any password redacted.
+    fn address(&self) -> String;
+
+    /// The longest TTL a lock may have here, when the store bounds it
+    /// (ZooKeeper: the session timeout).
+    fn max_ttl(&self) -> Option<Duration> {
+        None
+    }
+
+    /// One attempt, without waiting.
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt>;
+
+    /// Subscribes to notifications for `name`. The default polls.
+    async fn subscribe(&self, _name: &Name) -> Result<Subscription> {
+        Ok(Subscription::polling())
+    }
+
+    /// Waits until the lock is granted or `deadline` passes (`Ok(None)`).
+    /// Dropping the future cancels the wait and leaves nothing behind.
+    ///
+    /// The default subscribes, then re-checks with [`try_acquire`](Self::try_acquire)
+    /// at each notification, at the holder's expiry, or by backoff when the
+    /// backend cannot push. Queue-based backends (FIFO) override it.
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        super::wait::acquire_by_rechecking(self, req, deadline).await
+    }
+
+    /// Pushes the holder's expiry to now + `ttl`. [`Error::NotOwner`](crate::Error::NotOwner)
+    /// when `owner` does not hold a live lease on `name`.
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()>;
+
+    /// Frees the lock. [`Error::NotOwner`](crate::Error::NotOwner) when
+    /// `owner` does not hold a live lease on `name`.
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()>;
+
+    /// The current holder of `name`, if any.
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>>;
+
+    /// Every held lock whose name starts with `prefix`, sorted by name.
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>>;
+}
+
+/// [`Error::NotOwner`](crate::Error::NotOwner) unless the owner-checked
+/// statement or script changed exactly one lock.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "redis", feature = "postgres")),
+    allow(dead_code)
+)]
+pub(crate) fn owner_checked(name: &Name, changed: u64) -> Result<()> {
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(crate::Error::NotOwner {
+            name: name.to_string(),
+        })
+    }
+}
+
+/// For `list`: inspects each name found (once each, in order) and keeps the
+/// ones held.
+#[cfg_attr(not(any(feature = "redis", feature = "etcd")), allow(dead_code))]
+pub(crate) async fn inspect_each<B: LockBackend + ?Sized>(
+    backend: &B,
+    mut names: Vec<Name>,
+) -> Result<Vec<LockInfo>> {
+    names.sort();
+    names.dedup();
+    let mut held = Vec::new();
+    for name in names {
+        if let Some(info) = backend.inspect(&name).await? {
+            held.push(info);
+        }
+    }
+    Ok(held)
+}
