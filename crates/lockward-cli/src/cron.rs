@@ -83,13 +83,7 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         lock_at_most_for: args.lock_at_most,
         ..Default::default()
     };
-    let job = match job(
-        store,
-        &args.name,
-        &args.expression,
-        &args.tz,
-        options,
-    ) {
+    let job = match job(store, &args.name, &args.expression, &args.tz, options) {
         Ok(j) => j,
         Err(code) => return code,
     };

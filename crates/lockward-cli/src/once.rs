@@ -93,7 +93,9 @@ pub async fn once(store: &Store, args: OnceArgs) -> u8 {
             match claim.complete(&record).await {
                 Ok(()) => 0,
                 Err(e @ lockward::Error::Lost { .. }) => {
-                    eprintln!("lockward: the lock was lost as CMD ended; not recording the run: {e}");
+                    eprintln!(
+                        "lockward: the lock was lost as CMD ended; not recording the run: {e}"
+                    );
                     exit::LOST
                 }
                 Err(e) => {

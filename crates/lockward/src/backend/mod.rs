@@ -12,21 +12,17 @@ mod records;
 mod subscription;
 pub mod wait;
 
-#[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;
-#[cfg(feature = "postgres")]
 pub mod postgres;
-#[cfg(feature = "redis")]
 pub mod redis;
-#[cfg(feature = "redis")]
 pub mod redlock;
-#[cfg(feature = "sqlite")]
 pub mod sqlite;
-#[cfg(feature = "zookeeper")]
 pub mod zookeeper;
 
 pub use capabilities::Capabilities;
+// Helpers for the backends; a build with few backends uses none of them.
+#[allow(unused_imports)]
 pub(crate) use locks::{inspect_each, owner_checked};
 pub use locks::{Attempt, Grant, LockBackend, Request};
 pub use records::{RecordBackend, Versioned};

@@ -25,7 +25,9 @@ impl Store {
     /// A cancelled call may or may not have stored the record.
     pub async fn insert_record(&self, key: &str, value: &str, ttl: Duration) -> Result<bool> {
         let ttl = check_retention(ttl)?;
-        self.backend.insert_record(&Name::new(key)?, value, ttl).await
+        self.backend
+            .insert_record(&Name::new(key)?, value, ttl)
+            .await
     }
 
     /// Stores or replaces the record of `key`, to live for `ttl`.

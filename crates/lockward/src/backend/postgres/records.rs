@@ -25,10 +25,7 @@ fn millis(d: Duration) -> i64 {
 
 #[async_trait]
 impl<T: RecordTables> RecordBackend for T {
-    async fn insert_record(&self, key: &Name,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<bool> {
+    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
         let t = self.table();
         let sql = format!(
             "INSERT INTO {t}_records AS r (key, value, expires_at)
@@ -37,16 +34,14 @@ impl<T: RecordTables> RecordBackend for T {
              WHERE r.expires_at <= clock_timestamp()
              RETURNING 1"
         );
-        let rows = self.shared()
+        let rows = self
+            .shared()
             .query(&sql, &[&key.as_str(), &value, &millis(ttl)])
             .await?;
         Ok(!rows.is_empty())
     }
 
-    async fn put_record(&self, key: &Name,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<()> {
+    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
         let t = self.table();
         let sql = format!(
             "INSERT INTO {t}_records AS r (key, value, expires_at)
@@ -60,8 +55,7 @@ impl<T: RecordTables> RecordBackend for T {
     }
 
     /// The live versioned record of `key`.
-    async fn read_versioned(&self, key: &Name,
-    ) -> Result<Option<Versioned>> {
+    async fn read_versioned(&self, key: &Name) -> Result<Option<Versioned>> {
         let t = self.table();
         let sql = format!(
             "SELECT value, version FROM {t}_versioned
@@ -77,7 +71,9 @@ impl<T: RecordTables> RecordBackend for T {
     /// One statement: for `expected` 0 an insert that may take over an
     /// expired row (its version keeps counting), else an update of the
     /// live row at that version.
-    async fn write_versioned(&self, key: &Name,
+    async fn write_versioned(
+        &self,
+        key: &Name,
         expected: u64,
         value: &str,
         ttl: Duration,
@@ -100,7 +96,8 @@ impl<T: RecordTables> RecordBackend for T {
                  RETURNING version"
             )
         };
-        let rows = self.shared()
+        let rows = self
+            .shared()
             .query(
                 &sql,
                 &[&key.as_str(), &value, &millis(ttl), &(expected as i64)],

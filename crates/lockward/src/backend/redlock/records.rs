@@ -38,7 +38,12 @@ impl RecordBackend for RedlockBackend {
         if failed.len() > self.masters.len() - self.quorum {
             return Err(self.no_quorum(&failed));
         }
-        Ok(most_held(replies.into_iter().filter_map(|r| r.ok().flatten()).collect()))
+        Ok(most_held(
+            replies
+                .into_iter()
+                .filter_map(|r| r.ok().flatten())
+                .collect(),
+        ))
     }
 
     /// Each record's value as a majority of masters holds it (else the

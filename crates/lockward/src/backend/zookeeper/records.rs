@@ -74,11 +74,9 @@ impl RecordBackend for ZookeeperBackend {
         match self.data(&path).await? {
             Ok((data, stat)) => {
                 Ok(
-                    live_record(&data, &stat, now_millis()).map(|value| {
-                        Versioned {
-                            value,
-                            version: stat.version as u64 + 1,
-                        }
+                    live_record(&data, &stat, now_millis()).map(|value| Versioned {
+                        value,
+                        version: stat.version as u64 + 1,
                     }),
                 )
             }

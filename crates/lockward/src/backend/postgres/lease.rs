@@ -1,0 +1,195 @@
+//! PostgreSQL's lease mode: one row per held name, and the lock seam on it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{advisory, conn, listen};
+use crate::backend::{Attempt, Backend, Capabilities, LockBackend, Request, Subscription};
+use crate::error::Result;
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+use crate::url::{PostgresMode, PostgresUrl, StoreUrl};
+
+/// Opens the backend the URL's mode names.
+pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
+    match url.mode {
+        PostgresMode::Lease => Ok(Arc::new(LeaseBackend::connect(url).await?)),
+        PostgresMode::Advisory => Ok(Arc::new(advisory::AdvisoryBackend::connect(url).await?)),
+    }
+}
+
+/// The statements of lease mode, for one table.
+pub(super) struct Sql {
+    table: String,
+    acquire: String,
+    remaining: String,
+    release: String,
+    extend: String,
+    list: String,
+}
+
+impl Sql {
+    fn new(t: &str) -> Sql {
+        let live = "expires_at > clock_timestamp()";
+        let left = "(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint";
+        Sql {
+            table: t.to_string(),
+            acquire: format!(
+                "INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
+                 VALUES ($1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond')
+                 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
+                     fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
+                 WHERE l.expires_at <= clock_timestamp()
+                 RETURNING fence"
+            ),
+            remaining: format!("SELECT {left} FROM {t} WHERE name = $1 AND {live}"),
+            release: format!(
+                "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name)
+                 SELECT pg_notify('{t}', name) FROM gone"
+            ),
+            extend: format!(
+                "UPDATE {t} SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
+                 WHERE name = $1 AND owner = $2 AND {live}"
+            ),
+            list: format!(
+                "SELECT name, owner, holder, fence, {left} FROM {t}
+                 WHERE starts_with(name, $1) AND {live} ORDER BY name"
+            ),
+        }
+    }
+}
+
+/// Lease mode.
+pub struct LeaseBackend {
+    pub(super) address: String,
+    pub(super) shared: conn::Shared,
+    pub(super) listener: Arc<listen::Listener>,
+    pub(super) sql: Sql,
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn remaining(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+impl LeaseBackend {
+    /// Connects and creates the table if needed.
+    pub async fn connect(url: &PostgresUrl) -> Result<Self> {
+        let address = StoreUrl::Postgres(url.clone()).to_string();
+        let client = conn::open(url, &address, |_| {}, || {}).await?;
+        conn::create_schema(&client, &url.table, &address).await?;
+        Ok(LeaseBackend {
+            shared: conn::Shared::new(url.clone(), address.clone(), client),
+            listener: listen::Listener::new(url.clone(), address.clone(), url.table.clone()),
+            sql: Sql::new(&url.table),
+            address,
+        })
+    }
+
+    pub(super) async fn run(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        self.shared.query(sql, params).await
+    }
+}
+
+fn info(row: &tokio_postgres::Row) -> LockInfo {
+    LockInfo {
+        name: row.get(0),
+        owner: row.get(1),
+        holder: row.get(2),
+        fence: u64::try_from(row.get::<_, i64>(3)).ok(),
+        expires_in: Some(remaining(row.get(4))),
+        waiters: None,
+    }
+}
+
+#[async_trait]
+impl LockBackend for LeaseBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: false,
+            pushed_wakeups: true,
+            server_detects_loss: false,
+            server_clock: true,
+            expires: true,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let owner = req.owner.to_string();
+        let ttl = millis(req.ttl);
+        let rows = self
+            .run(
+                &self.sql.acquire,
+                &[&req.name.as_str(), &owner, &req.label, &ttl],
+            )
+            .await?;
+        if let Some(row) = rows.first() {
+            let fence: i64 = row.get(0);
+            return Ok(Attempt::Granted {
+                fence: u64::try_from(fence).unwrap_or(0),
+            });
+        }
+        let rows = self.run(&self.sql.remaining, &[&req.name.as_str()]).await?;
+        Ok(Attempt::Held {
+            expires_in: rows.first().map(|r| remaining(r.get(0))),
+        })
+    }
+
+    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        Ok(Subscription::pushed(
+            self.listener.subscribe(name.as_str()).await?,
+        ))
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        let extend = format!("{} RETURNING 1", self.sql.extend);
+        let rows = self
+            .run(&extend, &[&name.as_str(), &owner.to_string(), &millis(ttl)])
+            .await?;
+        crate::backend::owner_checked(name, rows.len() as u64)
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let rows = self
+            .run(&self.sql.release, &[&name.as_str(), &owner.to_string()])
+            .await?;
+        crate::backend::owner_checked(name, rows.len() as u64)
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let held = self.list(name.as_str()).await?;
+        Ok(held.into_iter().find(|i| i.name == name.as_str()))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let rows = self.run(&self.sql.list, &[&prefix]).await?;
+        Ok(rows.iter().map(info).collect())
+    }
+}
+
+impl super::records::RecordTables for LeaseBackend {
+    fn shared(&self) -> &conn::Shared {
+        &self.shared
+    }
+
+    fn table(&self) -> &str {
+        &self.sql.table
+    }
+}

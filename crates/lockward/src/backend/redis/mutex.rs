@@ -1,0 +1,285 @@
+//! The Redis store: its connections and the lock seam (acquire, wait, extend, release, inspect, list).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::Value;
+
+use super::{conn, keys};
+use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+use crate::url::RedisUrl;
+
+use super::channels::Channels;
+use super::conn::Conn;
+use super::scripts::Scripts;
+
+/// The Redis backend.
+pub struct RedisBackend {
+    pub(super) address: String,
+    pub(super) prefix: String,
+    pub(super) cluster: bool,
+    pub(super) conn: Conn,
+    pub(super) channels: Arc<Channels>,
+    pub(super) scripts: Scripts,
+}
+
+impl RedisBackend {
+    /// Connects to the server of `url`; fails with [`Error::Unavailable`]
+    /// when it cannot be reached or refuses the credentials.
+    pub async fn connect(url: &RedisUrl) -> Result<Self> {
+        let address = crate::url::StoreUrl::Redis(url.clone()).to_string();
+        if url.tls && !cfg!(feature = "redis-tls") {
+            return Err(Error::Unsupported {
+                scheme: "rediss".into(),
+                why: "TLS to Redis needs lockward's `redis-tls` cargo feature".into(),
+            });
+        }
+        let conn = Conn::connect(url, None, false)
+            .await
+            .map_err(|e| conn::connect_error(&address, e))?;
+        Ok(RedisBackend {
+            channels: Channels::new(url.clone()),
+            address,
+            prefix: url.prefix.clone(),
+            cluster: url.cluster,
+            conn,
+            scripts: Scripts::new(),
+        })
+    }
+
+    pub(super) fn keys(&self, name: &Name) -> keys::Keys {
+        keys::keys(&self.prefix, name, self.cluster)
+    }
+
+    /// Runs a script, once more if the connection dropped under it (the
+    /// connection manager reconnects after the failure it reports). Every
+    /// script is safe to repeat; `retried` tells the caller it was.
+    pub(super) async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        call: &redis::ScriptInvocation<'_>,
+    ) -> Result<(T, bool)> {
+        let mut conn = self.conn.clone();
+        match call.invoke_async(&mut conn).await {
+            Ok(v) => Ok((v, false)),
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                tracing::debug!(address = %self.address, error = %e, "connection dropped; retrying once");
+                call.invoke_async(&mut conn)
+                    .await
+                    .map(|v| (v, true))
+                    .map_err(|e| self.unavailable(e))
+            }
+            Err(e) => Err(self.unavailable(e)),
+        }
+    }
+
+    pub(super) fn unavailable(&self, e: redis::RedisError) -> Error {
+        redis_error(&self.address, e)
+    }
+
+    pub(super) fn protocol(&self, message: impl Into<String>) -> Error {
+        Error::Protocol {
+            address: self.address.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A redis-rs error as lockward's (for the other Redis-based backends too). Its text never holds the password: the
+/// address is lockward's redacted one, and redis-rs does not echo AUTH.
+pub(crate) fn redis_error(address: &str, e: redis::RedisError) -> Error {
+    let message = match e.kind() {
+        redis::ErrorKind::AuthenticationFailed => {
+            "authentication failed: check the user and password in the URL".to_string()
+        }
+        _ => e.to_string(),
+    };
+    Error::Unavailable {
+        address: address.to_string(),
+        message,
+    }
+}
+
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+pub(crate) fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+pub(crate) fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl LockBackend for RedisBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: false,
+            pushed_wakeups: true,
+            server_detects_loss: false,
+            server_clock: true,
+            expires: true,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let keys = self.keys(req.name);
+        let (reply, _): (Vec<Value>, _) = self
+            .invoke(
+                self.scripts
+                    .acquire
+                    .key(&keys.lock)
+                    .key(&keys.fence)
+                    .key(&keys.holder)
+                    .arg(req.owner.to_string())
+                    .arg(millis(req.ttl))
+                    .arg(req.label.unwrap_or("")),
+            )
+            .await?;
+        let code = reply.first().and_then(int);
+        let detail = reply.get(1);
+        match code {
+            Some(1) => {
+                let fence = detail
+                    .and_then(int)
+                    .and_then(|f| u64::try_from(f).ok())
+                    .filter(|f| *f > 0)
+                    .ok_or_else(|| self.protocol(format!("bad fence in {reply:?}")))?;
+                Ok(Attempt::Granted { fence })
+            }
+            Some(0) => Ok(Attempt::Held {
+                expires_in: detail
+                    .and_then(int)
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .map(Duration::from_millis),
+            }),
+            Some(-1) => Err(self.protocol(format!(
+                "key {} holds a {} that lockward did not write; it was left untouched",
+                keys.lock,
+                detail.and_then(text).unwrap_or_default()
+            ))),
+            Some(-2) => Err(self.protocol(format!(
+                "key {} holds a value without expiry that lockward did not write; it was left untouched",
+                keys.lock
+            ))),
+            Some(-3) => Err(self.protocol(format!(
+                "fence counter {} is not a number; it was left untouched",
+                keys.fence
+            ))),
+            _ => Err(self.protocol(format!("unexpected acquire reply {reply:?}"))),
+        }
+    }
+
+    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        let keys = self.keys(name);
+        let wakeup = self
+            .channels
+            .subscribe(&keys.channel)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        Ok(Subscription::pushed(wakeup))
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        let keys = self.keys(name);
+        let (done, _): (i64, _) = self
+            .invoke(
+                self.scripts
+                    .extend
+                    .key(&keys.lock)
+                    .key(&keys.holder)
+                    .arg(owner.to_string())
+                    .arg(millis(ttl)),
+            )
+            .await?;
+        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let keys = self.keys(name);
+        let (done, retried): (i64, _) = self
+            .invoke(
+                self.scripts
+                    .release
+                    .key(&keys.lock)
+                    .key(&keys.channel)
+                    .key(&keys.holder)
+                    .arg(owner.to_string()),
+            )
+            .await?;
+        // After a dropped connection the first attempt may have released it
+        // already; either way the lock is no longer ours, which is the point.
+        if retried && done == 0 {
+            return Ok(());
+        }
+        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let keys = self.keys(name);
+        let (reply, _): (Vec<Value>, _) = self
+            .invoke(
+                self.scripts
+                    .inspect
+                    .key(&keys.lock)
+                    .key(&keys.fence)
+                    .key(&keys.holder),
+            )
+            .await?;
+        let owner = reply.first().and_then(text);
+        let pttl = reply.get(1).and_then(int).unwrap_or(-2);
+        let Some(owner) = owner.filter(|_| pttl != -2) else {
+            return Ok(None);
+        };
+        // The counter is the holder's fence only when lockward wrote the key.
+        let fence = reply
+            .get(2)
+            .and_then(int)
+            .and_then(|f| u64::try_from(f).ok())
+            .filter(|_| OwnerId::from_hex(&owner).is_some());
+        Ok(Some(LockInfo {
+            name: name.to_string(),
+            owner,
+            holder: reply.get(3).and_then(text),
+            fence,
+            expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
+            waiters: None,
+        }))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
+        let found = conn::scan_all(&self.conn, &pattern)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let names: Vec<Name> = found
+            .iter()
+            .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
+            .filter_map(|k| keys::name_of(k, self.cluster))
+            .filter_map(|n| Name::new(n).ok())
+            .collect();
+        crate::backend::inspect_each(self, names).await
+    }
+}

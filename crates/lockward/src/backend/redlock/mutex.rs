@@ -1,0 +1,546 @@
+//! The Redlock store: N masters, and the lock seam with the quorum fence.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures_util::future::join_all;
+use redis::{Script, Value};
+
+use super::scripts;
+use super::wakeup;
+use crate::backend::redis::channels::Channels;
+use crate::backend::redis::conn::Conn;
+use crate::backend::redis::{int, keys, millis, redis_error, text};
+use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
+use crate::duration::drift;
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+use crate::url::{RedlockUrl, StoreUrl};
+
+/// One master: its commands connection and its pub/sub side.
+pub(super) struct Master {
+    pub(super) address: String,
+    pub(super) conn: Conn,
+    pub(super) channels: Arc<Channels>,
+}
+
+/// The Redlock backend.
+pub struct RedlockBackend {
+    pub(super) address: String,
+    pub(super) prefix: String,
+    pub(super) masters: Vec<Master>,
+    pub(super) quorum: usize,
+    pub(super) grant: Script,
+    pub(super) raise: Script,
+    pub(super) release: Script,
+    pub(super) extend: Script,
+    pub(super) inspect: Script,
+    pub(super) write_versioned: Script,
+}
+
+/// An acquisition attempt in flight: if it is dropped before it finishes,
+/// its keys are released on every master in the background.
+pub(super) struct Abandoned {
+    conns: Vec<Conn>,
+    release: Script,
+    keys: keys::Keys,
+    owner: String,
+    armed: bool,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (conns, release, k, owner) = (
+            std::mem::take(&mut self.conns),
+            self.release.clone(),
+            self.keys.clone(),
+            std::mem::take(&mut self.owner),
+        );
+        runtime.spawn(async move {
+            for conn in conns {
+                let mut call = release.key(&k.lock);
+                call.key(&k.channel).key(&k.holder).arg(&owner);
+                let _ =
+                    tokio::time::timeout(NODE_TIMEOUT, call.invoke_async::<i64>(&mut conn.clone()))
+                        .await;
+            }
+        });
+    }
+}
+
+/// What one master said in round one.
+pub(super) enum Vote {
+    Granted(u64),
+    Held(Option<Duration>),
+    Failed(String),
+}
+
+/// Per-node timeout of operations that carry no TTL (release, inspect).
+pub(super) const NODE_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// The per-node timeout: short against the TTL, so one slow or paused
+/// master cannot eat the validity.
+fn node_timeout(ttl: Duration) -> Duration {
+    (ttl / 10).clamp(Duration::from_millis(20), Duration::from_millis(250))
+}
+
+impl RedlockBackend {
+    /// Connects to every master. Masters that are down are connected to
+    /// lazily; the store opens when a majority answers.
+    pub async fn connect(url: &RedlockUrl) -> Result<Self> {
+        let address = StoreUrl::Redlock(url.clone()).to_string();
+        let mut masters = Vec::new();
+        for endpoint in &url.masters {
+            let master_url = url.master(endpoint);
+            let conn = Conn::connect(&master_url, None, true)
+                .await
+                .map_err(|e| redis_error(&address, e))?;
+            masters.push(Master {
+                address: endpoint.to_string(),
+                conn,
+                channels: Channels::new(master_url),
+            });
+        }
+        let quorum = masters.len() / 2 + 1;
+        let backend = RedlockBackend {
+            address,
+            prefix: url.prefix.clone(),
+            masters,
+            quorum,
+            grant: Script::new(scripts::GRANT),
+            raise: Script::new(scripts::RAISE),
+            release: Script::new(crate::backend::redis::scripts::RELEASE),
+            extend: Script::new(crate::backend::redis::scripts::EXTEND),
+            inspect: Script::new(crate::backend::redis::scripts::INSPECT),
+            write_versioned: Script::new(scripts::WRITE_VERSIONED),
+        };
+        let pings = backend
+            .on_all(Duration::from_secs(2), |conn| async move {
+                redis::cmd("PING")
+                    .query_async::<String>(&mut conn.clone())
+                    .await
+            })
+            .await;
+        let failures = backend.failures(&pings);
+        if failures.len() > backend.masters.len() - backend.quorum {
+            return Err(backend.no_quorum(&failures));
+        }
+        Ok(backend)
+    }
+
+    /// Runs `op` on every master in parallel, each bounded by `timeout`.
+    pub(super) async fn on_all<'a, T, F, Fut>(
+        &'a self,
+        timeout: Duration,
+        op: F,
+    ) -> Vec<std::result::Result<T, String>>
+    where
+        F: Fn(&'a Conn) -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        join_all(self.masters.iter().map(|m| {
+            let fut = op(&m.conn);
+            async move {
+                match tokio::time::timeout(timeout, fut).await {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(e)) => Err(format!("{}: {e}", m.address)),
+                    Err(_) => Err(format!("{}: no reply within {timeout:?}", m.address)),
+                }
+            }
+        }))
+        .await
+    }
+
+    pub(super) fn failures<T>(&self, results: &[std::result::Result<T, String>]) -> Vec<String> {
+        results
+            .iter()
+            .filter_map(|r| r.as_ref().err().cloned())
+            .collect()
+    }
+
+    pub(super) fn no_quorum(&self, failures: &[String]) -> Error {
+        Error::Unavailable {
+            address: self.address.clone(),
+            message: format!(
+                "{} of {} masters failed, a majority of {} is needed: {}",
+                failures.len(),
+                self.masters.len(),
+                self.quorum,
+                failures.join("; ")
+            ),
+        }
+    }
+
+    pub(super) fn protocol(&self, message: String) -> Error {
+        Error::Protocol {
+            address: self.address.clone(),
+            message,
+        }
+    }
+
+    /// `SET` (with `NX` when `only_new`) of a record on every master; how
+    /// many stored it, or an error when a majority could not be reached.
+    pub(super) async fn set_record(
+        &self,
+        key: &Name,
+        value: &str,
+        ttl: Duration,
+        only_new: bool,
+    ) -> Result<usize> {
+        let record = keys::record_key(&self.prefix, key, false);
+        let results = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(&record).arg(value);
+                if only_new {
+                    cmd.arg("NX");
+                }
+                cmd.arg("PX").arg(millis(ttl));
+                async move { cmd.query_async::<Option<String>>(&mut conn.clone()).await }
+            })
+            .await;
+        let failed = self.failures(&results);
+        if failed.len() > self.masters.len() - self.quorum {
+            return Err(self.no_quorum(&failed));
+        }
+        Ok(results.iter().filter(|r| matches!(r, Ok(Some(_)))).count())
+    }
+
+    /// One grant attempt (both rounds) on the keys `k`: a user's lock, or
+    /// a versioned record's write lock.
+    pub(super) async fn try_acquire_keys(
+        &self,
+        k: keys::Keys,
+        req: &Request<'_>,
+    ) -> Result<Attempt> {
+        let started = Instant::now();
+        let limit = req.ttl.saturating_sub(drift(req.ttl));
+        let timeout = node_timeout(req.ttl);
+        let owner = req.owner.to_string();
+        let ttl_ms = millis(req.ttl);
+        // Dropped before it returns (a cancelled wait), this attempt must not
+        // leave its keys on the masters until their TTL.
+        let mut abandoned = Abandoned {
+            conns: self.masters.iter().map(|m| m.conn.clone()).collect(),
+            release: self.release.clone(),
+            keys: k.clone(),
+            owner: owner.clone(),
+            armed: true,
+        };
+
+        // Round one: take the lock and read each master's fence.
+        let replies = self
+            .on_all(timeout, |conn| {
+                let (script, k, owner, label) = (&self.grant, &k, &owner, req.label.unwrap_or(""));
+                async move {
+                    let mut call = script.key(&k.lock);
+                    call.key(&k.fence)
+                        .key(&k.holder)
+                        .arg(owner)
+                        .arg(ttl_ms)
+                        .arg(label);
+                    call.invoke_async::<Vec<Value>>(&mut conn.clone()).await
+                }
+            })
+            .await;
+        let mut granted = Vec::new();
+        let mut held = Vec::new();
+        let mut failed = Vec::new();
+        for (i, reply) in replies.into_iter().enumerate() {
+            match self.vote(reply, &k.lock) {
+                Ok(Vote::Granted(reading)) => granted.push((i, reading)),
+                Ok(Vote::Held(pttl)) => held.push(pttl),
+                Ok(Vote::Failed(e)) => failed.push(e),
+                Err(e) => {
+                    self.release_everywhere(&k, &owner, timeout).await;
+                    return Err(e);
+                }
+            }
+        }
+
+        if granted.len() >= self.quorum && started.elapsed() < limit {
+            // Round two: raise the counters to the token where we hold.
+            let token = granted.iter().map(|(_, r)| *r).max().unwrap_or(0) + 1;
+            let token_text = token.to_string();
+            let raises = join_all(granted.iter().map(|(i, _)| {
+                let master = &self.masters[*i];
+                let (script, k, owner, token) = (&self.raise, &k, &owner, &token_text);
+                async move {
+                    let mut call = script.key(&k.lock);
+                    call.key(&k.fence).arg(owner).arg(token);
+                    tokio::time::timeout(
+                        timeout,
+                        call.invoke_async::<i64>(&mut master.conn.clone()),
+                    )
+                    .await
+                    .ok()
+                    .and_then(|r| r.ok())
+                }
+            }))
+            .await;
+            let accepted = raises.iter().filter(|r| **r == Some(1)).count();
+            if accepted >= self.quorum && started.elapsed() < limit {
+                abandoned.armed = false;
+                return Ok(Attempt::Granted { fence: token });
+            }
+        }
+
+        // Not granted: undo what we took, everywhere (a timed-out SET may
+        // still have landed).
+        self.release_everywhere(&k, &owner, timeout).await;
+        abandoned.armed = false;
+        if failed.len() > self.masters.len() - self.quorum {
+            return Err(self.no_quorum(&failed));
+        }
+        // The lock frees up when enough holders' keys expire to leave a
+        // majority; with a split vote, retry soon with jitter.
+        let needed = self
+            .quorum
+            .saturating_sub(self.masters.len() - held.len() - failed.len());
+        let mut pttls: Vec<Duration> = held.iter().flatten().copied().collect();
+        pttls.sort();
+        let expires_in = match needed {
+            0 => Some(Duration::from_millis(fastrand::u64(1..10))),
+            n => pttls.get(n - 1).copied(),
+        };
+        Ok(Attempt::Held { expires_in })
+    }
+
+    /// Releases on every master (owner-checked, so harmless where we do
+    /// not hold it); returns how many released and the failures.
+    pub(super) async fn release_everywhere(
+        &self,
+        k: &keys::Keys,
+        owner: &str,
+        timeout: Duration,
+    ) -> (usize, Vec<String>) {
+        let results = self
+            .on_all(timeout, |conn| {
+                let script = &self.release;
+                async move {
+                    let mut call = script.key(&k.lock);
+                    call.key(&k.channel).key(&k.holder).arg(owner);
+                    call.invoke_async::<i64>(&mut conn.clone()).await
+                }
+            })
+            .await;
+        let released = results.iter().filter(|r| matches!(r, Ok(1))).count();
+        (released, self.failures(&results))
+    }
+
+    pub(super) fn vote(
+        &self,
+        reply: std::result::Result<Vec<Value>, String>,
+        lock_key: &str,
+    ) -> Result<Vote> {
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => return Ok(Vote::Failed(e)),
+        };
+        let detail = reply.get(1);
+        match reply.first().and_then(int) {
+            Some(1) => detail
+                .and_then(int)
+                .and_then(|r| u64::try_from(r).ok())
+                .map(Vote::Granted)
+                .ok_or_else(|| self.protocol(format!("bad reading in {reply:?}"))),
+            Some(0) => Ok(Vote::Held(
+                detail
+                    .and_then(int)
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .map(Duration::from_millis),
+            )),
+            Some(-1) => Err(self.protocol(format!(
+                "key {lock_key} holds a {} that lockward did not write; it was left untouched",
+                detail.and_then(text).unwrap_or_default()
+            ))),
+            Some(-2) => Err(self.protocol(format!(
+                "key {lock_key} holds a value without expiry that lockward did not write; it was left untouched"
+            ))),
+            Some(-3) => Err(self.protocol(format!(
+                "the fence counter of {lock_key} is not a number; it was left untouched"
+            ))),
+            _ => Err(self.protocol(format!("unexpected reply {reply:?}"))),
+        }
+    }
+}
+
+#[async_trait]
+impl LockBackend for RedlockBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fifo: false,
+            pushed_wakeups: true,
+            server_detects_loss: false,
+            server_clock: true,
+            expires: true,
+            durable: true,
+            cross_process: true,
+            cross_host: true,
+        }
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        self.try_acquire_keys(keys::keys(&self.prefix, req.name, false), req)
+            .await
+    }
+
+    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        let k = keys::keys(&self.prefix, name, false);
+        let subscribed = join_all(self.masters.iter().map(|m| {
+            let channel = k.channel.clone();
+            async move {
+                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(&channel))
+                    .await
+                    .ok()
+                    .and_then(|r| r.ok())
+            }
+        }))
+        .await;
+        // Masters that are down now cannot publish either; the expiry
+        // re-check covers what they would have said.
+        let wakeups: Vec<_> = subscribed.into_iter().flatten().collect();
+        Ok(Subscription::pushed(wakeup::AnyMaster(wakeups)))
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        let k = keys::keys(&self.prefix, name, false);
+        let owner = owner.to_string();
+        let ttl_ms = millis(ttl);
+        let results = self
+            .on_all(node_timeout(ttl), |conn| {
+                let (script, k, owner) = (&self.extend, &k, &owner);
+                async move {
+                    let mut call = script.key(&k.lock);
+                    call.key(&k.holder).arg(owner).arg(ttl_ms);
+                    call.invoke_async::<i64>(&mut conn.clone()).await
+                }
+            })
+            .await;
+        let extended = results.iter().filter(|r| matches!(r, Ok(1))).count();
+        let refused = results.iter().filter(|r| matches!(r, Ok(0))).count();
+        if extended >= self.quorum {
+            Ok(())
+        } else if refused > self.masters.len() - self.quorum {
+            Err(Error::NotOwner {
+                name: name.to_string(),
+            })
+        } else {
+            Err(self.no_quorum(&self.failures(&results)))
+        }
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let (released, failed) = self
+            .release_everywhere(
+                &keys::keys(&self.prefix, name, false),
+                &owner.to_string(),
+                NODE_TIMEOUT,
+            )
+            .await;
+        if released > 0 {
+            Ok(())
+        } else if failed.is_empty() {
+            Err(Error::NotOwner {
+                name: name.to_string(),
+            })
+        } else {
+            Err(self.no_quorum(&failed))
+        }
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let k = keys::keys(&self.prefix, name, false);
+        let replies = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let (script, k) = (&self.inspect, &k);
+                async move {
+                    let mut call = script.key(&k.lock);
+                    call.key(&k.fence).key(&k.holder);
+                    call.invoke_async::<Vec<Value>>(&mut conn.clone()).await
+                }
+            })
+            .await;
+        // (owner, pttl, fence, label) per master that answered with a live key.
+        let keys_seen: Vec<(String, Duration, Option<u64>, Option<String>)> = replies
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .filter_map(|reply| {
+                let owner = reply.first().and_then(text)?;
+                let pttl = u64::try_from(reply.get(1).and_then(int)?).ok()?;
+                let fence = reply
+                    .get(2)
+                    .and_then(int)
+                    .and_then(|f| u64::try_from(f).ok());
+                let label = reply.get(3).and_then(text);
+                Some((owner, Duration::from_millis(pttl), fence, label))
+            })
+            .collect();
+        let holds = |owner: &String| keys_seen.iter().filter(|(o, ..)| o == owner).count();
+        let majority_owner: Option<String> = keys_seen
+            .iter()
+            .map(|(o, ..)| o)
+            .find(|o| holds(o) >= self.quorum)
+            .cloned();
+        let Some(owner) = majority_owner else {
+            return Ok(None);
+        };
+        let mut pttls: Vec<Duration> = keys_seen
+            .iter()
+            .filter(|(o, ..)| *o == owner)
+            .map(|(_, p, ..)| *p)
+            .collect();
+        pttls.sort_by(|a, b| b.cmp(a));
+        let fence = keys_seen
+            .iter()
+            .filter(|(o, ..)| *o == owner)
+            .filter_map(|(_, _, f, _)| *f)
+            .max()
+            .filter(|_| OwnerId::from_hex(&owner).is_some());
+        let holder = keys_seen
+            .iter()
+            .filter(|(o, ..)| *o == owner)
+            .find_map(|(.., label)| label.clone());
+        Ok(Some(LockInfo {
+            name: name.to_string(),
+            owner,
+            holder,
+            fence,
+            // Held while a majority of its keys live.
+            expires_in: pttls.get(self.quorum - 1).copied(),
+            waiters: None,
+        }))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let pattern = keys::scan_pattern(&self.prefix, prefix, false);
+        let scans = join_all(
+            self.masters
+                .iter()
+                .map(|m| crate::backend::redis::conn::scan_all(&m.conn, &pattern)),
+        )
+        .await;
+        let names: Vec<Name> = scans
+            .into_iter()
+            .filter_map(|r| r.ok())
+            .flatten()
+            .filter_map(|k| k.strip_prefix(self.prefix.as_str()).map(str::to_string))
+            .filter_map(|k| keys::name_of(&k, false))
+            .filter_map(|n| Name::new(n).ok())
+            .collect();
+        crate::backend::inspect_each(self, names).await
+    }
+}

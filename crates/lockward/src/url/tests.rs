@@ -1,0 +1,184 @@
+//! The URL parser's tests: every scheme, redaction, and errors that name
+//! the problem.
+
+use super::*;
+
+#[test]
+fn embedded() {
+    assert_eq!(StoreUrl::parse("memory://").unwrap(), StoreUrl::Memory);
+    assert!(StoreUrl::parse("memory://x").is_err());
+    assert_eq!(
+        StoreUrl::parse("sqlite://").unwrap(),
+        StoreUrl::Sqlite {
+            path: DEFAULT_SQLITE_PATH.into()
+        }
+    );
+    assert_eq!(
+        StoreUrl::parse("sqlite:///var/lib/x.db").unwrap(),
+        StoreUrl::Sqlite {
+            path: "/var/lib/x.db".into()
+        }
+    );
+    assert_eq!(
+        StoreUrl::parse("sqlite://rel/my%20locks.db").unwrap(),
+        StoreUrl::Sqlite {
+            path: "rel/my locks.db".into()
+        }
+    );
+    assert!(StoreUrl::parse("sqlite://a.db?x=1").is_err());
+}
+
+#[test]
+fn redis_parts_and_redaction() {
+    let url = StoreUrl::parse("rediss://u:p%40ss@[::1]:7000/3?prefix=x:").unwrap();
+    let StoreUrl::Redis(r) = &url else {
+        panic!("not redis: {url:?}")
+    };
+    assert!(r.tls);
+    assert_eq!(r.endpoints[0].host, "::1");
+    assert_eq!(r.endpoints[0].port, 7000);
+    assert_eq!(r.db, 3);
+    assert_eq!(r.password.as_ref().unwrap().expose(), "p@ss");
+    assert!(!url.to_string().contains("p@ss"));
+    assert!(!format!("{url:?}").contains("p@ss"));
+    assert_eq!(url.to_string(), "rediss://u:***@[::1]:7000/3?prefix=x:");
+}
+
+#[test]
+fn cluster_seeds() {
+    let url = StoreUrl::parse("redis+cluster://a:1,b:2,c?prefix=x:").unwrap();
+    let StoreUrl::Redis(r) = &url else {
+        panic!("not redis: {url:?}")
+    };
+    assert!(r.cluster);
+    assert_eq!(r.endpoints.len(), 3);
+    assert_eq!(r.endpoints[2].port, 6379);
+    assert_eq!(url.to_string(), "redis+cluster://a:1,b:2,c:6379?prefix=x:");
+    assert!(StoreUrl::parse("redis+cluster://a:1/2").is_err());
+    assert!(StoreUrl::parse("redis+cluster://").is_err());
+    let tls = StoreUrl::parse("rediss+cluster://a:1?ca=/x/ca.pem").unwrap();
+    assert_eq!(tls.scheme(), "rediss+cluster");
+    assert!(
+        StoreUrl::parse("redis://a:1?ca=/x").is_err(),
+        "ca= needs TLS"
+    );
+    assert!(
+        StoreUrl::parse("rediss://a:1?cert=/c").is_err(),
+        "cert without key"
+    );
+}
+
+#[test]
+fn redlock_masters() {
+    let url = StoreUrl::parse("redlock://:pw@a:1,b:2,c:3").unwrap();
+    let StoreUrl::Redlock(r) = &url else {
+        panic!("not redlock: {url:?}")
+    };
+    assert_eq!(r.masters.len(), 3);
+    assert_eq!(url.to_string(), "redlock://:***@a:1,b:2,c:3");
+    for bad in [
+        "redlock://a:1",
+        "redlock://a:1,b:2",
+        "redlock://a:1,b:2,c:3,d:4",
+    ] {
+        let err = StoreUrl::parse(bad).unwrap_err().to_string();
+        assert!(err.contains("odd number"), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn etcd_endpoints() {
+    let url = StoreUrl::parse("etcd://root:pw@a,b:2380?prefix=").unwrap();
+    let StoreUrl::Etcd(e) = &url else {
+        panic!("not etcd: {url:?}")
+    };
+    assert_eq!(e.endpoints[0].port, 2379);
+    assert_eq!(e.prefix, "");
+    assert_eq!(url.to_string(), "etcd://root:***@a:2379,b:2380?prefix=");
+    assert!(StoreUrl::parse("etcd://a/x").is_err());
+    assert!(StoreUrl::parse("etcd://u@a").is_err());
+}
+
+#[test]
+fn postgres_parts() {
+    let url = StoreUrl::parse("postgres://app:pw@db:6000/pay?mode=advisory&table=locks_2").unwrap();
+    let StoreUrl::Postgres(p) = &url else {
+        panic!("not postgres: {url:?}")
+    };
+    assert_eq!(
+        (p.user.as_str(), p.db.as_str(), p.table.as_str()),
+        ("app", "pay", "locks_2")
+    );
+    assert_eq!(p.mode, PostgresMode::Advisory);
+    assert_eq!(
+        url.to_string(),
+        "postgres://app:***@db:6000/pay?table=locks_2&mode=advisory"
+    );
+    for bad in [
+        "postgres://db/x",
+        "postgres://u@db?table=Bad",
+        "postgres://u@db?table=x;drop",
+        "postgres://u@db?mode=x",
+    ] {
+        assert!(StoreUrl::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn errors_name_the_problem() {
+    for (url, needle) in [
+        ("nope", "scheme"),
+        ("ftp://x", "unknown scheme"),
+        ("redis://", "needs a host"),
+        ("redis://h:99999", "port"),
+        ("redis://h:1/abc", "database index"),
+        ("redis://h:1?foo=1", "unknown parameter"),
+        ("redis://a:1,b:2", "redlock"),
+        ("sqlite://a%zz", "hex"),
+    ] {
+        let err = StoreUrl::parse(url).unwrap_err().to_string();
+        assert!(err.contains(needle), "{url}: {err}");
+    }
+    for (url, needle) in [
+        ("zk://", "at least one host"),
+        ("zk://u@h", "both a user and a password"),
+        ("zk://h/a//b", "segment"),
+        ("zk://h/a/..", "segment"),
+        ("zk://h?session_timeout=soon", "session_timeout"),
+        ("zk://h?session_timeout=5ms", "at least 100ms"),
+        ("zk://h?prefix=x", "unknown parameter"),
+    ] {
+        let err = StoreUrl::parse(url).unwrap_err().to_string();
+        assert!(err.contains(needle), "{url}: {err}");
+    }
+}
+
+#[test]
+fn zookeeper_urls() {
+    let url = StoreUrl::parse("zk://app:pw@a:2181,b/svc/locks/?session_timeout=5s").unwrap();
+    let StoreUrl::Zookeeper(z) = &url else {
+        panic!("{url:?}")
+    };
+    assert_eq!(z.endpoints.len(), 2);
+    assert_eq!(z.endpoints[1].port, 2181);
+    assert_eq!(z.chroot, "/svc/locks");
+    assert_eq!(z.session_timeout, std::time::Duration::from_secs(5));
+    assert_eq!(
+        url.to_string(),
+        "zk://app:***@a:2181,b:2181/svc/locks?session_timeout=5000ms"
+    );
+    let plain = StoreUrl::parse("zk://h").unwrap();
+    assert_eq!(plain.to_string(), "zk://h:2181");
+}
+
+#[test]
+fn password_never_in_errors() {
+    for url in [
+        "redis://u:hunter2@h:notaport",
+        "redis://u:hunter2",
+        "redis://u:hunter2@",
+    ] {
+        let err = StoreUrl::parse(url).unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+}
