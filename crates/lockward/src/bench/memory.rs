@@ -25,7 +25,7 @@ pub async fn server_memory(url: &StoreUrl) -> Option<ServerMemory> {
         #[cfg(feature = "zookeeper")]
         StoreUrl::Zookeeper(z) => {
             let e = z.endpoints.first()?;
-            let mntr = crate::doctor::zookeeper::four_letter(&e.host, e.port, "mntr").await;
+            let mntr = crate::backend::zookeeper::doctor::four_letter(&e.host, e.port, "mntr").await;
             let bytes = mntr
                 .lines()
                 .find_map(|l| l.strip_prefix("zk_approximate_data_size"))?

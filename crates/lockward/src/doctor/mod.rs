@@ -1,4 +1,5 @@
-//! Checks a store before people trust it: reachable, version, round trip,
+//! The doctor's report and its dispatch: checks a store before people
+//! trust it: reachable, version, round trip,
 //! clock offset, settings that weaken the guarantees, and a short probe of
 //! mutual exclusion and fence order. Each finding is ok, warning or error,
 //! with what to do.
@@ -12,15 +13,7 @@
 //! # }).unwrap();
 //! ```
 
-#[cfg(feature = "etcd")]
-mod etcd;
-#[cfg(feature = "postgres")]
-mod postgres;
 mod probe;
-#[cfg(feature = "redis")]
-mod redis;
-#[cfg(feature = "zookeeper")]
-pub(crate) mod zookeeper;
 
 use crate::store::Store;
 use crate::url::StoreUrl;
@@ -92,33 +85,23 @@ pub async fn diagnose(url: &StoreUrl) -> Vec<Finding> {
     findings
 }
 
-/// What the backend's own server says about itself.
+/// What the backend's own server says about itself: one line per store,
+/// each backend's checks in its folder (`backend/<name>/doctor.rs`).
 async fn server_findings(url: &StoreUrl) -> Vec<Finding> {
+    use crate::backend;
     match url {
-        StoreUrl::Memory => vec![Finding::new(
-            Level::Warning,
-            "scope",
-            "memory:// is private to this process",
-        )
-        .advise("use sqlite:// for the processes of one host, a server for several hosts")],
-        StoreUrl::Sqlite { path } => vec![Finding::new(
-            Level::Ok,
-            "scope",
-            format!(
-                "{}: the processes of this host (expiry on the boot clock; a reboot frees every lock)",
-                path.display()
-            ),
-        )],
+        StoreUrl::Memory => backend::memory::doctor::check(),
+        StoreUrl::Sqlite { path } => backend::sqlite::doctor::check(path),
         #[cfg(feature = "redis")]
-        StoreUrl::Redis(r) => redis::single(r).await,
+        StoreUrl::Redis(r) => backend::redis::doctor::check(r).await,
         #[cfg(feature = "redis")]
-        StoreUrl::Redlock(r) => redis::redlock(r).await,
+        StoreUrl::Redlock(r) => backend::redlock::doctor::check(r).await,
         #[cfg(feature = "etcd")]
-        StoreUrl::Etcd(e) => etcd::check(e).await,
+        StoreUrl::Etcd(e) => backend::etcd::doctor::check(e).await,
         #[cfg(feature = "zookeeper")]
-        StoreUrl::Zookeeper(z) => zookeeper::check(z).await,
+        StoreUrl::Zookeeper(z) => backend::zookeeper::doctor::check(z).await,
         #[cfg(feature = "postgres")]
-        StoreUrl::Postgres(p) => postgres::check(p).await,
+        StoreUrl::Postgres(p) => backend::postgres::doctor::check(p).await,
         #[allow(unreachable_patterns)]
         _ => Vec::new(),
     }

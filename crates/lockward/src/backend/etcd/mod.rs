@@ -38,6 +38,8 @@ mod mutex;
 mod records;
 pub mod url;
 #[cfg(feature = "etcd")]
+pub(crate) mod doctor;
+#[cfg(feature = "etcd")]
 pub use mutex::*;
 
 pub use url::EtcdUrl;

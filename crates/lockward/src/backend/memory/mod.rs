@@ -5,6 +5,7 @@
 //! takes the lock itself. A try that finds waiters queued is refused, so
 //! nobody jumps the queue. Fence counters live as long as the store.
 
+pub(crate) mod doctor;
 mod records;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -25,6 +25,8 @@ mod listen;
 mod records;
 pub mod url;
 #[cfg(feature = "postgres")]
+pub(crate) mod doctor;
+#[cfg(feature = "postgres")]
 pub use lease::*;
 
 pub use url::{PostgresMode, PostgresUrl};

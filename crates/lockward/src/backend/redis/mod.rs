@@ -31,6 +31,8 @@ mod records;
 pub mod scripts;
 pub mod url;
 #[cfg(feature = "redis")]
+pub(crate) mod doctor;
+#[cfg(feature = "redis")]
 pub use mutex::*;
 
 pub use url::RedisUrl;

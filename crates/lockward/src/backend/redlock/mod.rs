@@ -43,6 +43,8 @@ mod records;
 mod scripts;
 pub mod url;
 #[cfg(feature = "redis")]
+pub(crate) mod doctor;
+#[cfg(feature = "redis")]
 mod wakeup;
 #[cfg(feature = "redis")]
 pub use mutex::*;

@@ -21,6 +21,7 @@ mod mutex;
 #[cfg(feature = "sqlite")]
 mod records;
 pub mod url;
+pub(crate) mod doctor;
 #[cfg(feature = "sqlite")]
 pub use mutex::*;
 

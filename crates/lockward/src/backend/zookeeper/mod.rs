@@ -33,6 +33,8 @@ mod records;
 mod session;
 pub mod url;
 #[cfg(feature = "zookeeper")]
+pub(crate) mod doctor;
+#[cfg(feature = "zookeeper")]
 pub use mutex::*;
 
 pub use url::ZookeeperUrl;

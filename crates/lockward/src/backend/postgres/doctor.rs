@@ -2,11 +2,11 @@
 
 use std::time::Instant;
 
-use super::{clock_finding, local_ms, Finding, Level};
-use crate::backend::postgres::conn;
-use crate::url::{PostgresMode, PostgresUrl};
+use super::conn;
+use super::url::{PostgresMode, PostgresUrl};
+use crate::doctor::{clock_finding, local_ms, Finding, Level};
 
-pub async fn check(url: &PostgresUrl) -> Vec<Finding> {
+pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
     let address = crate::url::StoreUrl::Postgres(url.clone()).to_string();
     let client = match conn::open(url, &address, |_| {}, || {}).await {
         Ok(c) => c,

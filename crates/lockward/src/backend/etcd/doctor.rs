@@ -1,9 +1,9 @@
 //! etcd: version, members, leader.
 
-use super::{Finding, Level};
-use crate::url::EtcdUrl;
+use super::url::EtcdUrl;
+use crate::doctor::{Finding, Level};
 
-pub async fn check(url: &EtcdUrl) -> Vec<Finding> {
+pub(crate) async fn check(url: &EtcdUrl) -> Vec<Finding> {
     let mut client = match crate::backend::etcd::side_client(url).await {
         Ok(c) => c,
         Err(e) => return vec![Finding::new(Level::Error, "cluster", e.to_string())],

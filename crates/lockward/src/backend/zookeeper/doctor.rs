@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{Finding, Level};
-use crate::url::ZookeeperUrl;
+use super::url::ZookeeperUrl;
+use crate::doctor::{Finding, Level};
 
 /// A four-letter command's answer ("" when the node does not answer, or
 /// does not allow the command).
@@ -25,7 +25,7 @@ pub(crate) async fn four_letter(host: &str, port: u16, command: &str) -> String 
         .unwrap_or_default()
 }
 
-pub async fn check(url: &ZookeeperUrl) -> Vec<Finding> {
+pub(crate) async fn check(url: &ZookeeperUrl) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut serving = 0;
     let mut leaders = 0;

@@ -1,10 +1,11 @@
-//! Redis and Redlock: version, persistence, replicas, clock.
+//! The doctor's checks of one Redis server: version, persistence,
+//! replicas, clock.
 
 use std::time::Instant;
 
-use super::{clock_finding, local_ms, Finding, Level};
-use crate::backend::redis::conn::Conn;
-use crate::url::{RedisUrl, RedlockUrl};
+use super::conn::Conn;
+use super::url::RedisUrl;
+use crate::doctor::{clock_finding, local_ms, Finding, Level};
 
 /// One server's `INFO` field.
 fn info_field(info: &str, field: &str) -> Option<String> {
@@ -18,7 +19,7 @@ async fn query<T: redis::FromRedisValue>(conn: &Conn, cmd: &mut redis::Cmd) -> O
 }
 
 /// The findings of one server, labelled with `who`.
-async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
+pub(crate) async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
     let conn = match Conn::connect(url, None, false).await {
         Ok(c) => c,
         Err(e) => {
@@ -100,41 +101,7 @@ async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
     out
 }
 
-pub async fn single(url: &RedisUrl) -> Vec<Finding> {
+/// The findings of the server of `url`.
+pub(crate) async fn check(url: &RedisUrl) -> Vec<Finding> {
     server(url, "").await
-}
-
-pub async fn redlock(url: &RedlockUrl) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut reachable = 0;
-    for endpoint in &url.masters {
-        let found = server(&url.master(endpoint), &format!("{endpoint}: ")).await;
-        if !found.iter().any(|f| f.check.ends_with("reachable")) {
-            reachable += 1;
-        }
-        // Masters without AOF are Redlock's usual set-up: the fence's
-        // second round survives them (see the advice below).
-        out.extend(
-            found
-                .into_iter()
-                .filter(|f| !f.check.ends_with("persistence")),
-        );
-    }
-    let quorum = url.masters.len() / 2 + 1;
-    let level = if reachable == url.masters.len() {
-        Level::Ok
-    } else if reachable >= quorum {
-        Level::Warning
-    } else {
-        Level::Error
-    };
-    out.push(
-        Finding::new(level, "masters", format!("{reachable} of {} reachable, {quorum} needed", url.masters.len()))
-            .advise(if level == Level::Ok {
-                "a master restarted without its data should stay out for one TTL (Redlock's delayed restart)"
-            } else {
-                "bring the missing masters back: with fewer than a majority nothing can be locked"
-            }),
-    );
-    out
 }
