@@ -32,8 +32,6 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-#[cfg(feature = "bench")]
-pub mod bench;
 pub mod doctor;
 pub mod duration;
 mod error;

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use lockward::bench::{self, Latencies, Scale, Throughput};
 use lockward::{Store, StoreUrl};
+use lockward_bench::{self as bench, Latencies, Scale, Throughput};
 
 use crate::exit;
 use crate::lease::{parse_duration, parse_duration_or_zero};

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::svg::{latency_series, render, Series};
 use super::Results;
-use lockward::bench::Latencies;
+use lockward_bench::Latencies;
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use contender::{Contender, Kind};
-use lockward::bench::{floor, Latencies};
+use lockward_bench::{floor, Latencies};
 use lockward::StoreUrl;
 use lockward_testkit::{PostgresServer, RedisMasters, RedisOptions, RedisServer};
 

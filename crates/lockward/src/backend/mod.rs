@@ -9,6 +9,7 @@
 mod capabilities;
 mod locks;
 mod records;
+pub mod side;
 mod subscription;
 pub mod wait;
 

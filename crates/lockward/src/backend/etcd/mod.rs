@@ -31,14 +31,16 @@
 //! members without a leader refuse calls rather than serve stale reads.
 
 #[cfg(feature = "etcd")]
+pub(crate) mod doctor;
+#[cfg(feature = "etcd")]
 pub mod keys;
 #[cfg(feature = "etcd")]
 mod mutex;
 #[cfg(feature = "etcd")]
 mod records;
-pub mod url;
 #[cfg(feature = "etcd")]
-pub(crate) mod doctor;
+pub mod side;
+pub mod url;
 #[cfg(feature = "etcd")]
 pub use mutex::*;
 

@@ -4,8 +4,10 @@ use crate::doctor::{Finding, Level};
 
 /// memory:// is private to one process.
 pub(crate) fn check() -> Vec<Finding> {
-    vec![
-        Finding::new(Level::Warning, "scope", "memory:// is private to this process")
-            .advise("use sqlite:// for the processes of one host, a server for several hosts"),
-    ]
+    vec![Finding::new(
+        Level::Warning,
+        "scope",
+        "memory:// is private to this process",
+    )
+    .advise("use sqlite:// for the processes of one host, a server for several hosts")]
 }

@@ -18,14 +18,16 @@ pub mod advisory;
 #[cfg(feature = "postgres")]
 pub(crate) mod conn;
 #[cfg(feature = "postgres")]
+pub(crate) mod doctor;
+#[cfg(feature = "postgres")]
 mod lease;
 #[cfg(feature = "postgres")]
 mod listen;
 #[cfg(feature = "postgres")]
 mod records;
-pub mod url;
 #[cfg(feature = "postgres")]
-pub(crate) mod doctor;
+pub mod side;
+pub mod url;
 #[cfg(feature = "postgres")]
 pub use lease::*;
 

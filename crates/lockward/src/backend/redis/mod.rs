@@ -22,6 +22,8 @@ pub(crate) mod channels;
 #[cfg(feature = "redis")]
 pub(crate) mod conn;
 #[cfg(feature = "redis")]
+pub(crate) mod doctor;
+#[cfg(feature = "redis")]
 pub mod keys;
 #[cfg(feature = "redis")]
 mod mutex;
@@ -29,9 +31,9 @@ mod mutex;
 mod records;
 #[cfg(feature = "redis")]
 pub mod scripts;
-pub mod url;
 #[cfg(feature = "redis")]
-pub(crate) mod doctor;
+pub mod side;
+pub mod url;
 #[cfg(feature = "redis")]
 pub use mutex::*;
 

@@ -36,14 +36,16 @@
 //! persistence to check it.
 
 #[cfg(feature = "redis")]
+pub(crate) mod doctor;
+#[cfg(feature = "redis")]
 mod mutex;
 #[cfg(feature = "redis")]
 mod records;
 #[cfg(feature = "redis")]
 mod scripts;
-pub mod url;
 #[cfg(feature = "redis")]
-pub(crate) mod doctor;
+pub mod side;
+pub mod url;
 #[cfg(feature = "redis")]
 mod wakeup;
 #[cfg(feature = "redis")]

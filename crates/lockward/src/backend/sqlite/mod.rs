@@ -14,6 +14,7 @@
 //! backoff (1 → 50 ms), re-checking sooner when the holder's lease ends.
 //! All SQLite calls run on the blocking thread pool, never on async threads.
 
+pub(crate) mod doctor;
 #[cfg(feature = "sqlite")]
 mod host_clock;
 #[cfg(feature = "sqlite")]
@@ -21,7 +22,6 @@ mod mutex;
 #[cfg(feature = "sqlite")]
 mod records;
 pub mod url;
-pub(crate) mod doctor;
 #[cfg(feature = "sqlite")]
 pub use mutex::*;
 

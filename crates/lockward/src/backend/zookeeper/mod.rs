@@ -24,6 +24,8 @@
 //! - **Parents** are container nodes, which the server removes once empty.
 
 #[cfg(feature = "zookeeper")]
+pub(crate) mod doctor;
+#[cfg(feature = "zookeeper")]
 mod mutex;
 #[cfg(feature = "zookeeper")]
 pub mod paths;
@@ -31,9 +33,9 @@ pub mod paths;
 mod records;
 #[cfg(feature = "zookeeper")]
 mod session;
-pub mod url;
 #[cfg(feature = "zookeeper")]
-pub(crate) mod doctor;
+pub mod side;
+pub mod url;
 #[cfg(feature = "zookeeper")]
 pub use mutex::*;
 

@@ -117,11 +117,7 @@ impl ZookeeperBackend {
         let backend = ZookeeperBackend {
             address,
             root: paths::root(&url.chroot),
-            acls: if url.user.is_some() {
-                Acls::creator_all()
-            } else {
-                Acls::anyone_all()
-            },
+            acls: super::session::acls(url),
             session,
             held: Arc::new(Mutex::new(HashMap::new())),
             runtime: tokio::runtime::Handle::current(),

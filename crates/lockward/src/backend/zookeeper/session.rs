@@ -139,3 +139,13 @@ pub fn unavailable(address: &str, e: &zookeeper_client::Error) -> Error {
         message,
     }
 }
+
+/// The ACLs of lockward's nodes: creator-only with digest authentication,
+/// open to anyone without it.
+pub fn acls(url: &ZookeeperUrl) -> zookeeper_client::Acls<'static> {
+    if url.user.is_some() {
+        zookeeper_client::Acls::creator_all()
+    } else {
+        zookeeper_client::Acls::anyone_all()
+    }
+}

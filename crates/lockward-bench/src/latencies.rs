@@ -15,7 +15,7 @@ pub const CURVE_QUANTILES: [f64; 12] = [
 ///
 /// ```
 /// use std::time::Duration;
-/// use lockward::bench::Latencies;
+/// use lockward_bench::Latencies;
 ///
 /// let mut l = Latencies::new();
 /// for ms in 1..=100 {

@@ -3,10 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{cycles, joined, server_memory, Latencies};
-use crate::error::Result;
-use crate::store::Store;
-use crate::url::StoreUrl;
+use lockward::{Result, Store, StoreUrl};
+
+use super::{bare_lock_bytes, cycles, joined, server_memory, Latencies};
 
 /// What holding `locks` locks on distinct names cost.
 #[derive(Debug, Clone)]
@@ -41,7 +40,7 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<Store>>,
 {
-    let bare_key_bytes = bare_keys(url, prefix, n).await;
+    let bare_key_bytes = bare_lock_bytes(url, prefix, n).await;
     let clients = clients.clamp(1, n.max(1));
     // Every connection is open before the first reading, so the growth is
     // the locks' alone.
@@ -81,10 +80,10 @@ where
         stopped = stopped.or(error);
     }
     let took = began.elapsed();
-    if took >= opts.ttl {
+    if took >= opts.get_ttl() {
         stopped = stopped.or(Some(format!(
             "taking them took {took:?}, longer than their TTL {:?}: the first ones may have expired",
-            opts.ttl
+            opts.get_ttl()
         )));
     }
     let locks: usize = held.iter().map(Vec::len).sum();
@@ -125,14 +124,4 @@ where
         cycles_while_held,
         stopped,
     })
-}
-
-#[cfg(feature = "redis")]
-async fn bare_keys(url: &StoreUrl, prefix: &str, n: usize) -> Option<f64> {
-    super::memory::redis_bare_key_bytes(url, prefix, n).await
-}
-
-#[cfg(not(feature = "redis"))]
-async fn bare_keys(_: &StoreUrl, _: &str, _: usize) -> Option<f64> {
-    None
 }

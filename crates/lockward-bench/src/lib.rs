@@ -1,7 +1,10 @@
-//! Measurements for `lockward bench` and the benchmarks: uncontended cycle
+//! Measurements of a lockward store, for `lockward bench` and the
+//! side-by-side benchmarks: uncontended cycle
 //! latency, throughput with many clients, handoff latency, fairness, and
 //! the store's floor (one round trip of its cheapest write) measured in the
 //! same run, so each figure is also a ratio to what the store itself costs.
+
+#![warn(missing_docs)]
 
 mod floor;
 mod latencies;
@@ -10,13 +13,11 @@ mod scale;
 
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
-use crate::options::{LockOptions, Renewal};
-use crate::store::Store;
+use lockward::{LockOptions, Renewal, Result, Store};
 
 pub use floor::{floor, FloorProbe};
 pub use latencies::{Latencies, CURVE_QUANTILES};
-pub use memory::{server_memory, ServerMemory};
+pub use memory::{bare_lock_bytes, server_memory, ServerMemory};
 pub use scale::{scale, Scale};
 
 /// The options every measurement on `store` uses: no renewal, and a lease
@@ -117,7 +118,7 @@ where
                 guard.release().await?;
                 n += 1;
             }
-            Ok::<_, crate::Error>((n, longest))
+            Ok::<_, lockward::Error>((n, longest))
         }));
     }
     let began = Instant::now();
@@ -157,7 +158,7 @@ pub async fn handoffs(
             let g = w.acquire(&n, &o).await?;
             let at = Instant::now();
             g.release().await?;
-            Ok::<_, crate::Error>(at)
+            Ok::<_, lockward::Error>(at)
         });
         tokio::time::sleep(
             Duration::from_millis(2) + Duration::from_micros(fastrand::u64(0..8_000)),
@@ -172,8 +173,8 @@ pub async fn handoffs(
 }
 
 /// A measuring task that panicked or was cancelled, as an error.
-fn joined(e: tokio::task::JoinError) -> crate::Error {
-    crate::Error::Protocol {
+fn joined(e: tokio::task::JoinError) -> lockward::Error {
+    lockward::Error::Protocol {
         address: "bench".into(),
         message: e.to_string(),
     }

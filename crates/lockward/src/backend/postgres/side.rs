@@ -1,0 +1,63 @@
+//! PostgreSQL's side client: `SELECT 1` as the floor, the lock table's size
+//! as the size.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use super::conn;
+use super::url::{PostgresMode, PostgresUrl};
+use crate::backend::side::{ServerBytes, SideClient};
+use crate::error::Result;
+use crate::url::StoreUrl;
+
+/// A plain connection to the server.
+pub struct PostgresSide {
+    client: tokio_postgres::Client,
+    url: PostgresUrl,
+    address: String,
+}
+
+impl PostgresSide {
+    /// Connects to the server of `url`.
+    pub async fn connect(url: &PostgresUrl) -> Result<PostgresSide> {
+        let address = StoreUrl::Postgres(url.clone()).to_string();
+        let client = conn::open(url, &address, |_| {}, || {}).await?;
+        Ok(PostgresSide {
+            client,
+            url: url.clone(),
+            address,
+        })
+    }
+}
+
+#[async_trait]
+impl SideClient for PostgresSide {
+    async fn floor_round_trip(&mut self) -> Result<Duration> {
+        let began = Instant::now();
+        let asked = self.client.query_one("SELECT 1", &[]).await;
+        asked.map_err(|e| conn::pg_error(&self.address, &e))?;
+        Ok(began.elapsed())
+    }
+
+    /// Advisory locks live in the server's memory, not in a table: `None`.
+    async fn server_bytes(&mut self) -> Result<Option<ServerBytes>> {
+        if self.url.mode == PostgresMode::Advisory {
+            return Ok(None);
+        }
+        let row = self
+            .client
+            .query_one(
+                "SELECT pg_total_relation_size($1::regclass)::bigint",
+                &[&self.url.table],
+            )
+            .await
+            .map_err(|e| conn::pg_error(&self.address, &e))?;
+        Ok(u64::try_from(row.get::<_, i64>(0))
+            .ok()
+            .map(|bytes| ServerBytes {
+                bytes,
+                what: "lock table size",
+            }))
+    }
+}
