@@ -21,13 +21,18 @@
 //! Backends, each behind a cargo feature: `memory://` (always),
 //! `sqlite://PATH` (`sqlite`, the embedded default), `redis://`,
 //! `redis+cluster://` and `redlock://` (`redis`; TLS: `redis-tls`),
-//! `etcd://` (`etcd`; TLS: `etcd-tls`), `postgres://` in lease or advisory
-//! mode (`postgres`; TLS: `postgres-tls`). See [`StoreUrl`] for the URL
-//! forms and [`backend::Capabilities`] for what each backend guarantees.
+//! `etcd://` (`etcd`; TLS: `etcd-tls`), `zk://` (`zookeeper`),
+//! `postgres://` in lease or advisory mode (`postgres`; TLS:
+//! `postgres-tls`). See [`StoreUrl`] for the URL forms and
+//! [`backend::Capabilities`] for what each backend guarantees. Each backend
+//! implements two seams, [`backend::LockBackend`] and
+//! [`backend::RecordBackend`], in a folder of its own.
 //!
 //! Built on the lock: [`fence`] (resources that refuse stale tokens),
-//! [`recipe::election`] (leader election with client-go's timing) and, with
-//! the `cron` feature, `recipe::cron` (at most one run per fire time).
+//! [`recipe::election`] (leader election with client-go's timing),
+//! [`recipe::Semaphore`], [`recipe::Idempotency`], [`recipe::Optimistic`],
+//! rate limits ([`recipe::FixedWindow`], [`recipe::Gcra`]) and, with the
+//! `cron` feature, `recipe::cron` (at most one run per fire time).
 
 #![warn(missing_docs)]
 

@@ -1,4 +1,4 @@
-//! `lockward demo [--json]`: the seeds' five scenarios, run as real
+//! `lockward demo [--json]`: the five classic scenarios, run as real
 //! processes on the store, each without and with protection. Every figure
 //! is counted from what the processes left behind (files, the store), never
 //! assumed.

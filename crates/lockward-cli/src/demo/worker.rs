@@ -186,7 +186,7 @@ pub async fn work(
     Ok(())
 }
 
-/// The seed's check-then-act: read "paid?", call the bank, charge, mark.
+/// The naive check-then-act: read "paid?", call the bank, charge, mark.
 async fn charge_unless_paid(dir: &Path, variant: &str) {
     let paid = dir.join(format!("paid-{variant}"));
     if paid.exists() {

@@ -1,4 +1,4 @@
-//! Fenced writes to PostgreSQL: the seed's
+//! Fenced writes to PostgreSQL: the classic
 //! `UPDATE … WHERE key = $3 AND fencing_token < $2`, as one upsert that also
 //! inserts a missing row.
 

@@ -1,4 +1,4 @@
-//! Fenced writes to a SQLite table: the seed's conditional `UPDATE`, made
+//! Fenced writes to a SQLite table: the classic conditional `UPDATE`, made
 //! one upsert so a missing row is inserted in the same step.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Rate limits shared by every instance: a fixed window (the seeds' `INCR`
+//! Rate limits shared by every instance: a fixed window (the classic `INCR`
 //! and `EXPIRE`) and GCRA, a smooth limit with bursts. Both keep one
 //! versioned record per subject and update it with an optimistic update
 //! ([`Optimistic::apply`]), so they work on every store; each answers

@@ -2,7 +2,7 @@
 //!
 //! **`mode=lease`** (the default): one row per held name in the lock table
 //! (name, owner, holder, fence, expiry). One statement takes a free or
-//! expired row, the seed's `INSERT … ON CONFLICT DO NOTHING` made safe:
+//! expired row, the classic `INSERT … ON CONFLICT DO NOTHING` made safe:
 //! `ON CONFLICT (name) DO UPDATE … WHERE expires_at <= clock_timestamp()`.
 //! Expiry is the server's clock, so client clocks do not matter. The fence
 //! comes from a sequence, drawn in the `SET` clause, i.e. after the row lock:
