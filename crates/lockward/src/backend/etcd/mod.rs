@@ -31,16 +31,22 @@
 //! members without a leader refuse calls rather than serve stale reads.
 
 #[cfg(feature = "etcd")]
+mod conn;
+#[cfg(feature = "etcd")]
 pub(crate) mod doctor;
 #[cfg(feature = "etcd")]
 pub mod keys;
 #[cfg(feature = "etcd")]
 mod mutex;
 #[cfg(feature = "etcd")]
+mod queue;
+#[cfg(feature = "etcd")]
 mod records;
 #[cfg(feature = "etcd")]
 pub mod side;
 pub mod url;
+#[cfg(feature = "etcd")]
+pub(crate) use conn::side_client;
 #[cfg(feature = "etcd")]
 pub use mutex::*;
 

@@ -1,14 +1,14 @@
 //! The etcd store: its client, and the lock seam in the layout of `concurrency.Mutex`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder,
-    SortTarget, Txn, TxnOp, TxnOpResponse, WatchOptions,
+    Client, Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse,
 };
 
 use super::keys;
@@ -17,14 +17,13 @@ use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-use crate::url::{EtcdUrl, StoreUrl};
 
 /// Bound on each unary call (a paused or partitioned member).
-const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// A waiter re-checks at least this often even while its watch is quiet,
 /// in case the watch's member died (the delete would then never arrive).
-const WATCH_SAFETY_NET: Duration = Duration::from_secs(1);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const WATCH_SAFETY_NET: Duration = Duration::from_secs(1);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The etcd backend.
 pub struct EtcdBackend {
@@ -57,14 +56,14 @@ fn contender_value(req: &Request<'_>) -> String {
 /// A contender key whose lease must be revoked unless we end up holding it:
 /// revoked on drop (a cancelled or timed-out wait), kept by `keep()`.
 pub(super) struct Contender<'a> {
-    backend: &'a EtcdBackend,
-    lease: i64,
-    key: String,
-    revision: i64,
+    pub(super) backend: &'a EtcdBackend,
+    pub(super) lease: i64,
+    pub(super) key: String,
+    pub(super) revision: i64,
     /// When the lease's TTL last started counting: its grant, or the send
     /// time of the last keep-alive the server acknowledged.
-    refreshed: Arc<Mutex<Instant>>,
-    keepalive: Option<tokio::task::JoinHandle<()>>,
+    pub(super) refreshed: Arc<Mutex<Instant>>,
+    pub(super) keepalive: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for Contender<'_> {
@@ -131,132 +130,7 @@ fn lease_seconds(ttl: Duration) -> i64 {
     i64::try_from(secs.max(1)).unwrap_or(i64::MAX)
 }
 
-/// `options` with the credentials of `url`, and its TLS settings for
-/// `etcds://` (refused when lockward was built without `etcd-tls`).
-fn with_identity(
-    mut options: ConnectOptions,
-    url: &EtcdUrl,
-    address: &str,
-) -> Result<ConnectOptions> {
-    if url.tls && !cfg!(feature = "etcd-tls") {
-        return Err(Error::Unsupported {
-            scheme: "etcds".into(),
-            why: "TLS to etcd needs lockward's `etcd-tls` cargo feature".into(),
-        });
-    }
-    if let (Some(user), Some(password)) = (&url.user, &url.password) {
-        options = options.with_user(user.clone(), password.expose().to_string());
-    }
-    #[cfg(feature = "etcd-tls")]
-    if url.tls {
-        options = options.with_tls(tls_options(url, address)?);
-    }
-    #[cfg(not(feature = "etcd-tls"))]
-    let _ = address;
-    Ok(options)
-}
-
-/// Each endpoint of `url` with its scheme, as the client takes it.
-fn endpoint_urls(url: &EtcdUrl) -> Vec<String> {
-    let scheme = if url.tls { "https" } else { "http" };
-    url.endpoints
-        .iter()
-        .map(|e| format!("{scheme}://{e}"))
-        .collect()
-}
-
-/// A plain client on every endpoint of `url`, with its credentials (and
-/// TLS), for one-off calls beside the store: the doctor's checks and the
-/// bench's floor and memory readings.
-pub(crate) async fn side_client(url: &EtcdUrl) -> Result<Client> {
-    let address = StoreUrl::Etcd(url.clone()).to_string();
-    let options = ConnectOptions::new()
-        .with_connect_timeout(CONNECT_TIMEOUT)
-        .with_timeout(CONNECT_TIMEOUT);
-    let options = with_identity(options, url, &address)?;
-    Client::connect(endpoint_urls(url), Some(options))
-        .await
-        .map_err(|e| unavailable(&address, e))
-}
-
 impl EtcdBackend {
-    /// Connects to the cluster of `url`.
-    pub async fn connect(url: &EtcdUrl) -> Result<Self> {
-        let address = StoreUrl::Etcd(url.clone()).to_string();
-        let options = ConnectOptions::new()
-            .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_require_leader(true)
-            // Notice a dead member within about two seconds.
-            .with_keep_alive(Duration::from_secs(1), Duration::from_secs(1))
-            .with_keep_alive_while_idle(true);
-        let options = with_identity(options, url, &address)?;
-        let mut clients = Vec::new();
-        for endpoint in endpoint_urls(url) {
-            let connect = Client::connect([endpoint], Some(options.clone()));
-            match tokio::time::timeout(CONNECT_TIMEOUT * 2, connect).await {
-                Ok(Ok(client)) => clients.push(client),
-                Ok(Err(e)) => return Err(unavailable(&address, e)),
-                Err(_) => {
-                    return Err(Error::Unavailable {
-                        address,
-                        message: format!("no answer within {:?}", CONNECT_TIMEOUT * 2),
-                    })
-                }
-            }
-        }
-        let backend = EtcdBackend {
-            address,
-            prefix: url.prefix.clone(),
-            clients,
-            current: AtomicUsize::new(0),
-            leases: Mutex::new(HashMap::new()),
-        };
-        // A round trip now, so a cluster that is down fails here, clearly.
-        backend
-            .call(|mut c| async move { c.get("lockward-ping", None).await })
-            .await?;
-        Ok(backend)
-    }
-
-    /// The client of the member in use.
-    pub(super) fn client(&self) -> Client {
-        self.clients[self.current.load(Ordering::Relaxed) % self.clients.len()].clone()
-    }
-
-    /// Runs one unary call with a timeout, on the member in use, moving on
-    /// to the next member when it cannot be reached. Every call lockward
-    /// makes is safe to repeat (the put is conditional on absence; a lease
-    /// granted twice just expires).
-    pub(super) async fn call<T, F, Fut>(&self, op: F) -> Result<T>
-    where
-        F: Fn(Client) -> Fut,
-        Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
-    {
-        let mut last = None;
-        for _ in 0..self.clients.len() {
-            let at = self.current.load(Ordering::Relaxed);
-            let client = self.clients[at % self.clients.len()].clone();
-            let error = match tokio::time::timeout(CALL_TIMEOUT, op(client)).await {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) if !unreachable(&e) => return Err(unavailable(&self.address, e)),
-                Ok(Err(e)) => unavailable(&self.address, e),
-                Err(_) => Error::Unavailable {
-                    address: self.address.clone(),
-                    message: format!("no answer within {CALL_TIMEOUT:?}"),
-                },
-            };
-            // Move on, unless another call moved on already.
-            let _ = self
-                .current
-                .compare_exchange(at, at + 1, Ordering::Relaxed, Ordering::Relaxed);
-            last = Some(error);
-        }
-        Err(last.unwrap_or_else(|| Error::Unavailable {
-            address: self.address.clone(),
-            message: "no members".into(),
-        }))
-    }
-
     pub(super) fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Held>> {
         self.leases.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -337,180 +211,6 @@ impl EtcdBackend {
             address: self.address.clone(),
             message: message.to_string(),
         }
-    }
-
-    /// Keeps the contender's lease alive every `every` until aborted,
-    /// recording each acknowledged refresh.
-    pub(super) fn keep_alive_while_waiting(
-        &self,
-        contender: &Contender<'_>,
-        every: Duration,
-    ) -> tokio::task::JoinHandle<()> {
-        let mut client = self.client();
-        let lease = contender.lease;
-        let refreshed = contender.refreshed.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let sent = Instant::now();
-                if let Ok((mut keeper, mut stream)) = client.lease_keep_alive(lease).await {
-                    let _ = keeper.keep_alive().await;
-                    if let Ok(Some(r)) = stream.message().await {
-                        if r.ttl() > 0 {
-                            *refreshed.lock().unwrap_or_else(|p| p.into_inner()) = sent;
-                        }
-                    }
-                }
-            }
-        })
-    }
-
-    /// Waits until the key created just before ours is deleted (or a second
-    /// passed, as a safety net), or the deadline passes.
-    pub(super) async fn wait_for_predecessor(
-        &self,
-        prefix: &str,
-        revision: i64,
-        deadline: Option<Instant>,
-    ) -> Result<Wait> {
-        let before = GetOptions::new()
-            .with_prefix()
-            .with_max_create_revision(revision - 1)
-            .with_sort(SortTarget::Create, SortOrder::Descend)
-            .with_limit(1);
-        let resp = self
-            .call(|mut c| {
-                let (key, opts) = (prefix.to_string(), before.clone());
-                async move { c.get(key, Some(opts)).await }
-            })
-            .await?;
-        let Some(predecessor) = resp.kvs().first() else {
-            return Ok(Wait::NoneBefore);
-        };
-        let pred_key = predecessor.key().to_vec();
-        let pred_revision = predecessor.create_revision();
-        // Watch from just after our read, so a delete in between is seen.
-        let from = resp.header().map(|h| h.revision() + 1).unwrap_or(0);
-        let mut client = self.client();
-        let watch = async {
-            let mut stream = client
-                .watch(
-                    pred_key,
-                    Some(WatchOptions::new().with_start_revision(from)),
-                )
-                .await?;
-            while let Some(msg) = stream.message().await? {
-                if msg.canceled() {
-                    return Ok(false);
-                }
-                if msg
-                    .events()
-                    .iter()
-                    .any(|e| e.event_type() == EventType::Delete)
-                {
-                    return Ok(true);
-                }
-            }
-            Ok::<bool, etcd_client::Error>(false)
-        };
-        let net = Instant::now() + WATCH_SAFETY_NET;
-        let wake = deadline.map_or(net, |d| d.min(net));
-        match tokio::time::timeout_at(wake.into(), watch).await {
-            Ok(Ok(true)) => Ok(Wait::Deleted(pred_revision)),
-            Ok(Ok(false)) => Ok(Wait::Recheck),
-            // A broken watch (restart, failover) just means: look again.
-            Ok(Err(e)) => {
-                tracing::debug!(address = %self.address, error = %e, "watch ended; re-checking");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                Ok(Wait::Recheck)
-            }
-            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => Ok(Wait::TimedOut),
-            Err(_) => Ok(Wait::Recheck),
-        }
-    }
-
-    /// Where the key of create revision `revision` stands in its line, and
-    /// the first key's create revision.
-    pub(super) async fn place(&self, prefix: &str, revision: i64) -> Result<(Place, i64)> {
-        let first = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1);
-        let resp = self
-            .call(|mut c| {
-                let (key, opts) = (prefix.to_string(), first.clone());
-                async move { c.get(key, Some(opts)).await }
-            })
-            .await?;
-        let first = resp.kvs().first().map(|kv| kv.create_revision());
-        Ok(match first {
-            Some(first) if first == revision => (Place::First, first),
-            Some(first) if first < revision => (Place::Behind, first),
-            // Nothing before us, yet not us: our key (and lease) is gone.
-            _ => (Place::Gone, 0),
-        })
-    }
-
-    /// One keep-alive; `false` when the lease is gone.
-    pub(super) async fn keep_alive_once(&self, lease: i64) -> Result<bool> {
-        self.call(|mut c| async move {
-            let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
-            keeper.keep_alive().await?;
-            Ok(stream
-                .message()
-                .await?
-                .map(|r| r.ttl() > 0)
-                .unwrap_or(false))
-        })
-        .await
-    }
-}
-
-/// The TLS settings of an `etcds://` URL: its `ca=` roots, else the
-/// system's.
-#[cfg(feature = "etcd-tls")]
-fn tls_options(url: &EtcdUrl, address: &str) -> Result<etcd_client::TlsOptions> {
-    let mut tls = etcd_client::TlsOptions::new();
-    match &url.ca {
-        Some(path) => {
-            let pem = std::fs::read(path).map_err(|e| Error::Unavailable {
-                address: address.to_string(),
-                message: format!("cannot read the CA file {}: {e}", path.display()),
-            })?;
-            tls = tls.ca_certificate(etcd_client::Certificate::from_pem(pem));
-        }
-        None => tls = tls.with_native_roots(),
-    }
-    Ok(tls)
-}
-
-/// Whether `e` says the member could not be reached or has no leader (try
-/// another), rather than that the request itself was refused.
-fn unreachable(e: &etcd_client::Error) -> bool {
-    match e {
-        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
-        etcd_client::Error::GRpcStatus(s) => matches!(
-            s.code(),
-            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Unknown
-        ),
-        _ => false,
-    }
-}
-
-fn unavailable(address: &str, e: etcd_client::Error) -> Error {
-    let message = match &e {
-        etcd_client::Error::GRpcStatus(s)
-            if s.code() == tonic::Code::InvalidArgument
-                && s.message().contains("authentication") =>
-        {
-            "authentication failed: check the user and password in the URL".to_string()
-        }
-        etcd_client::Error::GRpcStatus(s) => format!("{}: {}", s.code(), s.message()),
-        other => other.to_string(),
-    };
-    Error::Unavailable {
-        address: address.to_string(),
-        message,
     }
 }
 

@@ -40,6 +40,8 @@ pub(crate) mod doctor;
 #[cfg(feature = "redis")]
 mod mutex;
 #[cfg(feature = "redis")]
+mod quorum;
+#[cfg(feature = "redis")]
 mod records;
 #[cfg(feature = "redis")]
 mod scripts;

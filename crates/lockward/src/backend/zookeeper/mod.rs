@@ -26,9 +26,13 @@
 #[cfg(feature = "zookeeper")]
 pub(crate) mod doctor;
 #[cfg(feature = "zookeeper")]
+mod held;
+#[cfg(feature = "zookeeper")]
 mod mutex;
 #[cfg(feature = "zookeeper")]
 pub mod paths;
+#[cfg(feature = "zookeeper")]
+mod queue;
 #[cfg(feature = "zookeeper")]
 mod records;
 #[cfg(feature = "zookeeper")]

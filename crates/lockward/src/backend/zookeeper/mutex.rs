@@ -10,6 +10,7 @@ use zookeeper_client as zk;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions};
 
 use super::paths;
+use super::queue::node_data;
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, LostReason, Result};
 use crate::lease::LockInfo;
@@ -20,13 +21,13 @@ use crate::url::{StoreUrl, ZookeeperUrl};
 use super::session::{unavailable, Session};
 
 /// Bound on each request, retries of a dropped connection included.
-const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// Pause before re-sending a request whose connection was lost.
-const RETRY_PAUSE: Duration = Duration::from_millis(20);
+pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(20);
 /// How long a node we no longer want is retried for deletion.
-const ABANDON_LIMIT: Duration = Duration::from_secs(600);
+pub(super) const ABANDON_LIMIT: Duration = Duration::from_secs(600);
 /// A waiter re-checks at least this often even while its watch is quiet.
-const WATCH_SAFETY_NET: Duration = Duration::from_secs(2);
+pub(super) const WATCH_SAFETY_NET: Duration = Duration::from_secs(2);
 
 /// A request's answer from the server.
 pub(super) type ZkResult<T> = std::result::Result<T, zk::Error>;
@@ -49,28 +50,28 @@ pub struct ZookeeperBackend {
 /// A lock this store holds.
 pub(super) struct Held {
     /// Our node's full path.
-    path: String,
+    pub(super) path: String,
     /// The session epoch the lock was confirmed in.
-    epoch: u64,
+    pub(super) epoch: u64,
     /// The label it was taken with, kept in the node's data.
-    label: Option<String>,
+    pub(super) label: Option<String>,
     /// When our own timer deletes the node unless renewed.
-    expiry: Arc<Mutex<Instant>>,
-    timer: tokio::task::JoinHandle<()>,
+    pub(super) expiry: Arc<Mutex<Instant>>,
+    pub(super) timer: tokio::task::JoinHandle<()>,
 }
 
 /// A contender node that is deleted unless we end up holding it.
 pub(super) struct Contender<'a> {
-    backend: &'a ZookeeperBackend,
-    lock: String,
+    pub(super) backend: &'a ZookeeperBackend,
+    pub(super) lock: String,
     /// The node's name (a child of `lock`).
-    node: String,
-    fence: u64,
-    kept: bool,
+    pub(super) node: String,
+    pub(super) fence: u64,
+    pub(super) kept: bool,
 }
 
 impl Contender<'_> {
-    fn path(&self) -> String {
+    pub(super) fn path(&self) -> String {
         format!("{}/{}", self.lock, self.node)
     }
 }
@@ -82,24 +83,6 @@ impl Drop for Contender<'_> {
         }
         self.backend.abandon(self.path());
     }
-}
-
-/// What a contender node stores: the owner, the TTL and the label.
-fn node_data(owner: OwnerId, ttl: Duration, label: Option<&str>) -> Vec<u8> {
-    format!("{owner}\n{}\n{}", ttl.as_millis(), label.unwrap_or("")).into_bytes()
-}
-
-/// A uuid (Curator's protection id) made of 16 random bytes.
-fn random_uuid() -> String {
-    let hex = OwnerId::random().to_string();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
 }
 
 pub(super) fn now_millis() -> i64 {
@@ -220,73 +203,6 @@ impl ZookeeperBackend {
         Ok(())
     }
 
-    /// Joins the line of `req.name`: creates our contender node.
-    pub(super) async fn enter(&self, req: &Request<'_>) -> Result<Contender<'_>> {
-        self.check_ttl(req.ttl)?;
-        let lock = paths::lock_path(&self.root, req.name);
-        let uuid = random_uuid();
-        let prefix = paths::contender_prefix(&lock, &uuid);
-        let data = node_data(req.owner, req.ttl, req.label);
-        let opts = self.options(CreateMode::EphemeralSequential);
-        for _ in 0..8 {
-            let created = self
-                .ask(false, |c| {
-                    let (prefix, data, opts) = (prefix.clone(), data.clone(), opts.clone());
-                    async move { c.create(&prefix, &data, &opts).await }
-                })
-                .await?;
-            match created {
-                Ok((stat, sequence)) => {
-                    return Ok(Contender {
-                        backend: self,
-                        node: paths::contender_name(&uuid, sequence.into_i64()),
-                        lock,
-                        fence: stat.czxid as u64,
-                        kept: false,
-                    })
-                }
-                // The lock node is new, or its container was just removed.
-                Err(zk::Error::NoNode) => self.make_parents(&lock).await?,
-                Err(zk::Error::ConnectionLoss | zk::Error::Timeout) => {
-                    if let Some(found) = self.find_contender(&lock, &uuid).await? {
-                        return Ok(found);
-                    }
-                }
-                Err(e) => return Err(self.fail(e)),
-            }
-        }
-        Err(Error::Protocol {
-            address: self.address.clone(),
-            message: format!("could not create a contender node under {lock}"),
-        })
-    }
-
-    /// Finds the node of a contender whose create reply was lost.
-    pub(super) async fn find_contender(
-        &self,
-        lock: &str,
-        uuid: &str,
-    ) -> Result<Option<Contender<'_>>> {
-        let Some(children) = self.children(lock).await? else {
-            return Ok(None);
-        };
-        let Some(node) = children.into_iter().find(|c| paths::is_ours(c, uuid)) else {
-            return Ok(None);
-        };
-        let path = format!("{lock}/{node}");
-        match self.ask(true, |c| c.check_stat(&path)).await? {
-            Ok(Some(stat)) => Ok(Some(Contender {
-                backend: self,
-                lock: lock.to_string(),
-                node,
-                fence: stat.czxid as u64,
-                kept: false,
-            })),
-            Ok(None) => Ok(None),
-            Err(e) => Err(self.fail(e)),
-        }
-    }
-
     /// The data and stat of `path` (`NoNode` and the like as the inner
     /// error).
     pub(super) async fn data(&self, path: &str) -> Result<ZkResult<(Vec<u8>, zk::Stat)>> {
@@ -301,94 +217,6 @@ impl ZookeeperBackend {
         {
             Ok(children) => Ok(Some(children)),
             Err(zk::Error::NoNode) => Ok(None),
-            Err(e) => Err(self.fail(e)),
-        }
-    }
-
-    /// The contender just before ours, or `None` when ours is first.
-    /// `Err(Gone)` is reported as `Ok(Err(()))`: our node no longer exists.
-    pub(super) async fn predecessor(
-        &self,
-        contender: &Contender<'_>,
-    ) -> Result<std::result::Result<Option<String>, ()>> {
-        let line = paths::in_line(self.children(&contender.lock).await?.unwrap_or_default());
-        Ok(match line.iter().position(|c| *c == contender.node) {
-            None => Err(()),
-            Some(0) => Ok(None),
-            Some(i) => Ok(Some(line[i - 1].clone())),
-        })
-    }
-
-    /// Waits until `node` (a child of `lock`) changes, the safety net
-    /// passes, or `deadline` passes (`false`).
-    pub(super) async fn wait_for(
-        &self,
-        lock: &str,
-        node: &str,
-        deadline: Option<Instant>,
-    ) -> Result<bool> {
-        let path = format!("{lock}/{node}");
-        let (client, _) = self.session.client();
-        let watched = tokio::time::timeout(CALL_TIMEOUT, client.check_and_watch_stat(&path)).await;
-        let watcher = match watched {
-            Ok(Ok((Some(_), watcher))) => watcher,
-            // Gone already: look again at once.
-            Ok(Ok((None, _))) => return Ok(true),
-            Ok(Err(zk::Error::SessionExpired | zk::Error::ClientClosed)) => {
-                self.session.renew(client.session_id()).await?;
-                return Ok(true);
-            }
-            Ok(Err(_)) | Err(_) => {
-                tokio::time::sleep(RETRY_PAUSE * 5).await;
-                return Ok(deadline.is_none_or(|d| Instant::now() < d));
-            }
-        };
-        let net = Instant::now() + WATCH_SAFETY_NET;
-        let wake = deadline.map_or(net, |d| d.min(net));
-        let _ = tokio::time::timeout_at(wake.into(), watcher.changed()).await;
-        Ok(deadline.is_none_or(|d| Instant::now() < d))
-    }
-
-    /// We hold the lock: keep the node, start its TTL timer.
-    pub(super) fn keep(&self, mut contender: Contender<'_>, req: &Request<'_>, epoch: u64) {
-        contender.kept = true;
-        let path = contender.path();
-        let expiry = Arc::new(Mutex::new(Instant::now() + req.ttl));
-        let timer = self.runtime.spawn(expire(
-            self.session.clone(),
-            self.held.clone(),
-            (req.name.clone(), req.owner),
-            path.clone(),
-            expiry.clone(),
-        ));
-        let old = self.held().insert(
-            (req.name.clone(), req.owner),
-            Held {
-                path,
-                epoch,
-                label: req.label.map(str::to_string),
-                expiry,
-                timer,
-            },
-        );
-        if let Some(old) = old {
-            old.timer.abort();
-        }
-    }
-
-    /// Deletes a node we no longer want, in the background, retrying
-    /// through disconnections: a node left behind would block its line
-    /// for as long as our session lives.
-    pub(super) fn abandon(&self, path: String) {
-        self.runtime
-            .spawn(delete_until_gone(self.session.clone(), path));
-    }
-
-    /// Forgets a lock; deletes its node when it is still ours.
-    pub(super) async fn drop_node(&self, path: &str) -> Result<bool> {
-        match self.ask(true, |c| c.delete(path, None)).await? {
-            Ok(()) => Ok(true),
-            Err(zk::Error::NoNode) => Ok(false),
             Err(e) => Err(self.fail(e)),
         }
     }
@@ -424,56 +252,6 @@ impl ZookeeperBackend {
             }
         }
         Ok(now_millis())
-    }
-}
-
-/// Deletes a held lock's node once its TTL passed without renewal.
-async fn expire(
-    session: Arc<Session>,
-    held: Locks,
-    key: (Name, OwnerId),
-    path: String,
-    expiry: Arc<Mutex<Instant>>,
-) {
-    loop {
-        let at = *expiry.lock().unwrap_or_else(|p| p.into_inner());
-        tokio::time::sleep_until(at.into()).await;
-        if Instant::now() >= *expiry.lock().unwrap_or_else(|p| p.into_inner()) {
-            break;
-        }
-    }
-    {
-        let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
-        if held.get(&key).is_some_and(|h| h.path == path) {
-            held.remove(&key);
-        }
-    }
-    delete_until_gone(session, path).await;
-}
-
-/// Deletes `path`, retrying through disconnections, until it is gone or
-/// the session that created it is (its ephemeral nodes go with it): while
-/// that session lives, the node blocks its line. Gives up only after
-/// [`ABANDON_LIMIT`] (an ensemble gone for good).
-async fn delete_until_gone(session: Arc<Session>, path: String) {
-    let (first, _) = session.client();
-    let owner = first.session_id();
-    drop(first);
-    let mut pause = RETRY_PAUSE;
-    let give_up = Instant::now() + ABANDON_LIMIT;
-    while Instant::now() < give_up {
-        let (client, _) = session.client();
-        if client.session_id() != owner || client.state().is_terminated() {
-            return;
-        }
-        match tokio::time::timeout(CALL_TIMEOUT, client.delete(&path, None)).await {
-            Ok(Ok(()) | Err(zk::Error::NoNode)) => return,
-            Ok(Err(zk::Error::SessionExpired | zk::Error::ClientClosed)) => return,
-            Ok(Err(_)) | Err(_) => {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(1));
-            }
-        }
     }
 }
 
@@ -691,18 +469,5 @@ impl LockBackend for ZookeeperBackend {
             .filter_map(|n| Name::new(n).ok())
             .collect();
         crate::backend::inspect_each(self, names).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uuids_look_like_curators() {
-        let uuid = random_uuid();
-        assert_eq!(uuid.len(), 36);
-        assert_eq!(uuid.matches('-').count(), 4);
-        assert_ne!(uuid, random_uuid());
     }
 }

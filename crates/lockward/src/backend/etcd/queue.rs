@@ -1,0 +1,138 @@
+//! The line of contenders on one etcd lock: a contender's place (the key
+//! created just before its own), and waiting for that predecessor's delete
+//! with the contender's lease kept alive.
+
+use std::time::{Duration, Instant};
+
+use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
+
+use super::mutex::{Contender, EtcdBackend, Place, Wait, WATCH_SAFETY_NET};
+use crate::error::Result;
+
+impl EtcdBackend {
+    /// Keeps the contender's lease alive every `every` until aborted,
+    /// recording each acknowledged refresh.
+    pub(super) fn keep_alive_while_waiting(
+        &self,
+        contender: &Contender<'_>,
+        every: Duration,
+    ) -> tokio::task::JoinHandle<()> {
+        let mut client = self.client();
+        let lease = contender.lease;
+        let refreshed = contender.refreshed.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let sent = Instant::now();
+                if let Ok((mut keeper, mut stream)) = client.lease_keep_alive(lease).await {
+                    let _ = keeper.keep_alive().await;
+                    if let Ok(Some(r)) = stream.message().await {
+                        if r.ttl() > 0 {
+                            *refreshed.lock().unwrap_or_else(|p| p.into_inner()) = sent;
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// Waits until the key created just before ours is deleted (or a second
+    /// passed, as a safety net), or the deadline passes.
+    pub(super) async fn wait_for_predecessor(
+        &self,
+        prefix: &str,
+        revision: i64,
+        deadline: Option<Instant>,
+    ) -> Result<Wait> {
+        let before = GetOptions::new()
+            .with_prefix()
+            .with_max_create_revision(revision - 1)
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(1);
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (prefix.to_string(), before.clone());
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        let Some(predecessor) = resp.kvs().first() else {
+            return Ok(Wait::NoneBefore);
+        };
+        let pred_key = predecessor.key().to_vec();
+        let pred_revision = predecessor.create_revision();
+        // Watch from just after our read, so a delete in between is seen.
+        let from = resp.header().map(|h| h.revision() + 1).unwrap_or(0);
+        let mut client = self.client();
+        let watch = async {
+            let mut stream = client
+                .watch(
+                    pred_key,
+                    Some(WatchOptions::new().with_start_revision(from)),
+                )
+                .await?;
+            while let Some(msg) = stream.message().await? {
+                if msg.canceled() {
+                    return Ok(false);
+                }
+                if msg
+                    .events()
+                    .iter()
+                    .any(|e| e.event_type() == EventType::Delete)
+                {
+                    return Ok(true);
+                }
+            }
+            Ok::<bool, etcd_client::Error>(false)
+        };
+        let net = Instant::now() + WATCH_SAFETY_NET;
+        let wake = deadline.map_or(net, |d| d.min(net));
+        match tokio::time::timeout_at(wake.into(), watch).await {
+            Ok(Ok(true)) => Ok(Wait::Deleted(pred_revision)),
+            Ok(Ok(false)) => Ok(Wait::Recheck),
+            // A broken watch (restart, failover) just means: look again.
+            Ok(Err(e)) => {
+                tracing::debug!(address = %self.address, error = %e, "watch ended; re-checking");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok(Wait::Recheck)
+            }
+            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => Ok(Wait::TimedOut),
+            Err(_) => Ok(Wait::Recheck),
+        }
+    }
+
+    /// Where the key of create revision `revision` stands in its line, and
+    /// the first key's create revision.
+    pub(super) async fn place(&self, prefix: &str, revision: i64) -> Result<(Place, i64)> {
+        let first = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (prefix.to_string(), first.clone());
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        let first = resp.kvs().first().map(|kv| kv.create_revision());
+        Ok(match first {
+            Some(first) if first == revision => (Place::First, first),
+            Some(first) if first < revision => (Place::Behind, first),
+            // Nothing before us, yet not us: our key (and lease) is gone.
+            _ => (Place::Gone, 0),
+        })
+    }
+
+    /// One keep-alive; `false` when the lease is gone.
+    pub(super) async fn keep_alive_once(&self, lease: i64) -> Result<bool> {
+        self.call(|mut c| async move {
+            let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
+            keeper.keep_alive().await?;
+            Ok(stream
+                .message()
+                .await?
+                .map(|r| r.ttl() > 0)
+                .unwrap_or(false))
+        })
+        .await
+    }
+}
