@@ -201,6 +201,22 @@ pub(crate) fn write_auth(
     }
 }
 
+/// Reads a file a URL names (a CA, a client certificate or key): one that
+/// cannot be read is a configuration error of the URL, not an unreachable
+/// store.
+#[cfg_attr(
+    not(any(feature = "redis-tls", feature = "etcd-tls", feature = "postgres-tls")),
+    allow(dead_code)
+)]
+pub(crate) fn read_file(what: &str, path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        url_error(format!(
+            "cannot read the {what} file {}: {e}",
+            path.display()
+        ))
+    })
+}
+
 pub(crate) fn url_error(why: impl Into<String>) -> Error {
     Error::invalid("url", why)
 }

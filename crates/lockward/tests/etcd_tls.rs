@@ -25,8 +25,13 @@ async fn locks_over_tls_and_untrusted_servers_are_refused() {
         "{refused:?}"
     );
     let missing = format!("etcds://{}?ca=/nonexistent/ca.pem", etcd.endpoints()[0]);
-    let err = Store::open(&missing).await.unwrap_err().to_string();
-    assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+    let err = Store::open(&missing).await.unwrap_err();
+    // A configuration error (exit 64 in the CLI), not an unreachable store.
+    assert!(
+        matches!(err, Error::InvalidArgument { what: "url", .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
     // Plain text against the TLS port fails with an error, not a hang.
     let plain = tokio::time::timeout(
         Duration::from_secs(15),

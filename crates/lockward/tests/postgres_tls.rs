@@ -36,6 +36,11 @@ async fn locks_over_tls_and_untrusted_servers_are_refused() {
         Err(Error::Unavailable { .. })
     ));
     let missing = format!("{}?sslmode=require&ca=/nonexistent/ca.pem", server.url());
-    let err = Store::open(&missing).await.unwrap_err().to_string();
-    assert!(err.contains("/nonexistent/ca.pem"), "{err}");
+    let err = Store::open(&missing).await.unwrap_err();
+    // A configuration error (exit 64 in the CLI), not an unreachable store.
+    assert!(
+        matches!(err, Error::InvalidArgument { what: "url", .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
 }

@@ -33,22 +33,44 @@ impl Fixture for Etcd {
     }
 }
 
-mod one_member {
+pub mod one_member {
     use super::*;
 
     async fn fixture() -> Etcd {
         Etcd(single().url())
     }
 
-    crate::conformance!(fixture);
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "etcd::one_member",
+            lockward::backend::etcd::CAPABILITIES,
+            fixture,
+        );
+    }
 }
 
-mod three_members {
+pub mod three_members {
     use super::*;
 
     async fn fixture() -> Etcd {
         Etcd(three().url())
     }
 
-    crate::conformance!(fixture);
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "etcd::three_members",
+            lockward::backend::etcd::CAPABILITIES,
+            fixture,
+        );
+    }
+}
+
+/// The suite on every set-up of this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    one_member::register(trials);
+    three_members::register(trials);
 }

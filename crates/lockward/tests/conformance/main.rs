@@ -1,6 +1,7 @@
 //! The conformance suite: one set of checks, instantiated for every backend.
 //! Each backend module provides a fixture (how to open a store on it) and
-//! invokes `conformance!`.
+//! registers the checks its declared capabilities call for; libtest-mimic
+//! runs them as `BACKEND::CHECK` tests (filter by name as with `cargo test`).
 
 mod resources;
 mod suite;
@@ -20,3 +21,24 @@ mod redlock;
 mod sqlite;
 #[cfg(feature = "zookeeper")]
 mod zookeeper;
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let mut trials = Vec::new();
+    #[cfg(feature = "etcd")]
+    etcd::register(&mut trials);
+    memory::register(&mut trials);
+    #[cfg(feature = "postgres")]
+    postgres::register(&mut trials);
+    #[cfg(feature = "redis")]
+    redis::register(&mut trials);
+    #[cfg(feature = "redis")]
+    redis_cluster::register(&mut trials);
+    #[cfg(feature = "redis")]
+    redlock::register(&mut trials);
+    #[cfg(feature = "sqlite")]
+    sqlite::register(&mut trials);
+    #[cfg(feature = "zookeeper")]
+    zookeeper::register(&mut trials);
+    libtest_mimic::run(&args, trials).exit();
+}

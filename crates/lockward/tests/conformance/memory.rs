@@ -19,4 +19,12 @@ async fn fixture() -> Memory {
     Memory(Store::memory())
 }
 
-crate::conformance!(fixture);
+/// The suite on this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    crate::suite::register(
+        trials,
+        "memory",
+        lockward::backend::memory::CAPABILITIES,
+        fixture,
+    );
+}

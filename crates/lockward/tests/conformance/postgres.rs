@@ -23,22 +23,44 @@ impl Fixture for Postgres {
     }
 }
 
-mod lease {
+pub mod lease {
     use super::*;
 
     async fn fixture() -> Postgres {
         Postgres(server().url())
     }
 
-    crate::conformance!(fixture);
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "postgres::lease",
+            lockward::backend::postgres::CAPABILITIES,
+            fixture,
+        );
+    }
 }
 
-mod advisory {
+pub mod advisory {
     use super::*;
 
     async fn fixture() -> Postgres {
         Postgres(format!("{}?mode=advisory", server().url()))
     }
 
-    crate::conformance!(fixture);
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "postgres::advisory",
+            lockward::backend::postgres::advisory::CAPABILITIES,
+            fixture,
+        );
+    }
+}
+
+/// The suite on every set-up of this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    lease::register(trials);
+    advisory::register(trials);
 }

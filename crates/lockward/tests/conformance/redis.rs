@@ -27,4 +27,12 @@ async fn fixture() -> Redis {
     Redis(server().url())
 }
 
-crate::conformance!(fixture);
+/// The suite on this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    crate::suite::register(
+        trials,
+        "redis",
+        lockward::backend::redis::CAPABILITIES,
+        fixture,
+    );
+}

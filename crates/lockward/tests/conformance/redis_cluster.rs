@@ -29,7 +29,15 @@ async fn fixture() -> Cluster {
     Cluster(cluster().url())
 }
 
-crate::conformance!(fixture);
+/// The suite on this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    crate::suite::register(
+        trials,
+        "redis_cluster",
+        lockward::backend::redis::CAPABILITIES,
+        fixture,
+    );
+}
 
 /// Every key of a name sits in one slot, and names spread over the nodes.
 #[tokio::test]

@@ -33,4 +33,12 @@ async fn fixture() -> Redlock {
     Redlock(url().to_string())
 }
 
-crate::conformance!(fixture);
+/// The suite on this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    crate::suite::register(
+        trials,
+        "redlock",
+        lockward::backend::redlock::CAPABILITIES,
+        fixture,
+    );
+}

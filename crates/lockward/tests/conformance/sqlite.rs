@@ -1,4 +1,4 @@
-use lockward::{Error, Store};
+use lockward::Store;
 use tempfile::TempDir;
 
 use crate::suite::Fixture;
@@ -24,7 +24,15 @@ async fn fixture() -> Sqlite {
     }
 }
 
-crate::conformance!(fixture);
+/// The suite on this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    crate::suite::register(
+        trials,
+        "sqlite",
+        lockward::backend::sqlite::CAPABILITIES,
+        fixture,
+    );
+}
 
 #[tokio::test]
 async fn unwritable_path_is_unavailable() {

@@ -28,22 +28,44 @@ impl Fixture for Zookeeper {
     }
 }
 
-mod standalone {
+pub mod standalone {
     use super::*;
 
     async fn fixture() -> Zookeeper {
         Zookeeper(format!("{}?session_timeout=60s", single().url()))
     }
 
-    crate::conformance!(fixture);
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "zookeeper::standalone",
+            lockward::backend::zookeeper::CAPABILITIES,
+            fixture,
+        );
+    }
 }
 
-mod ensemble {
+pub mod ensemble {
     use super::*;
 
     async fn fixture() -> Zookeeper {
         Zookeeper(format!("{}?session_timeout=60s", three().url()))
     }
 
-    crate::conformance!(fixture);
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "zookeeper::ensemble",
+            lockward::backend::zookeeper::CAPABILITIES,
+            fixture,
+        );
+    }
+}
+
+/// The suite on every set-up of this backend.
+pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+    standalone::register(trials);
+    ensemble::register(trials);
 }

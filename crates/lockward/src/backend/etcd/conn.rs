@@ -23,7 +23,7 @@ impl EtcdBackend {
             // Notice a dead member within about two seconds.
             .with_keep_alive(Duration::from_secs(1), Duration::from_secs(1))
             .with_keep_alive_while_idle(true);
-        let options = with_identity(options, url, &address)?;
+        let options = with_identity(options, url)?;
         let mut clients = Vec::new();
         for endpoint in endpoint_urls(url) {
             let connect = Client::connect([endpoint], Some(options.clone()));
@@ -94,11 +94,7 @@ impl EtcdBackend {
 
 /// `options` with the credentials of `url`, and its TLS settings for
 /// `etcds://` (refused when lockward was built without `etcd-tls`).
-pub(super) fn with_identity(
-    mut options: ConnectOptions,
-    url: &EtcdUrl,
-    address: &str,
-) -> Result<ConnectOptions> {
+pub(super) fn with_identity(mut options: ConnectOptions, url: &EtcdUrl) -> Result<ConnectOptions> {
     if url.tls && !cfg!(feature = "etcd-tls") {
         return Err(Error::Unsupported {
             scheme: "etcds".into(),
@@ -110,10 +106,8 @@ pub(super) fn with_identity(
     }
     #[cfg(feature = "etcd-tls")]
     if url.tls {
-        options = options.with_tls(tls_options(url, address)?);
+        options = options.with_tls(tls_options(url)?);
     }
-    #[cfg(not(feature = "etcd-tls"))]
-    let _ = address;
     Ok(options)
 }
 
@@ -134,7 +128,7 @@ pub(crate) async fn side_client(url: &EtcdUrl) -> Result<Client> {
     let options = ConnectOptions::new()
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_timeout(CONNECT_TIMEOUT);
-    let options = with_identity(options, url, &address)?;
+    let options = with_identity(options, url)?;
     Client::connect(endpoint_urls(url), Some(options))
         .await
         .map_err(|e| unavailable(&address, e))
@@ -143,14 +137,11 @@ pub(crate) async fn side_client(url: &EtcdUrl) -> Result<Client> {
 /// The TLS settings of an `etcds://` URL: its `ca=` roots, else the
 /// system's.
 #[cfg(feature = "etcd-tls")]
-pub(super) fn tls_options(url: &EtcdUrl, address: &str) -> Result<etcd_client::TlsOptions> {
+pub(super) fn tls_options(url: &EtcdUrl) -> Result<etcd_client::TlsOptions> {
     let mut tls = etcd_client::TlsOptions::new();
     match &url.ca {
         Some(path) => {
-            let pem = std::fs::read(path).map_err(|e| Error::Unavailable {
-                address: address.to_string(),
-                message: format!("cannot read the CA file {}: {e}", path.display()),
-            })?;
+            let pem = crate::url::read_file("CA", path)?;
             tls = tls.ca_certificate(etcd_client::Certificate::from_pem(pem));
         }
         None => tls = tls.with_native_roots(),

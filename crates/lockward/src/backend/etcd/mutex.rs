@@ -214,19 +214,22 @@ impl EtcdBackend {
     }
 }
 
+/// What EtcdBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: true,
+    pushed_wakeups: true,
+    server_detects_loss: false,
+    server_clock: true,
+    expires: true,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+};
+
 #[async_trait]
 impl LockBackend for EtcdBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            fifo: true,
-            pushed_wakeups: true,
-            server_detects_loss: false,
-            server_clock: true,
-            expires: true,
-            durable: true,
-            cross_process: true,
-            cross_host: true,
-        }
+        CAPABILITIES
     }
 
     fn address(&self) -> String {

@@ -144,19 +144,22 @@ impl Drop for QueuePlace<'_> {
     }
 }
 
+/// What MemoryBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: true,
+    pushed_wakeups: true,
+    server_detects_loss: false,
+    server_clock: true,
+    expires: true,
+    durable: false,
+    cross_process: false,
+    cross_host: false,
+};
+
 #[async_trait]
 impl LockBackend for MemoryBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            fifo: true,
-            pushed_wakeups: true,
-            server_detects_loss: false,
-            server_clock: true,
-            expires: true,
-            durable: false,
-            cross_process: false,
-            cross_host: false,
-        }
+        CAPABILITIES
     }
 
     fn address(&self) -> String {

@@ -143,19 +143,22 @@ impl AdvisoryBackend {
     }
 }
 
+/// What AdvisoryBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: true,
+    pushed_wakeups: true,
+    server_detects_loss: true,
+    server_clock: false,
+    expires: false,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+};
+
 #[async_trait]
 impl LockBackend for AdvisoryBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            fifo: true,
-            pushed_wakeups: true,
-            server_detects_loss: true,
-            server_clock: false,
-            expires: false,
-            durable: true,
-            cross_process: true,
-            cross_host: true,
-        }
+        CAPABILITIES
     }
 
     fn address(&self) -> String {

@@ -124,9 +124,8 @@ mod tls {
         let mut roots = rustls::RootCertStore::empty();
         match &url.ca {
             Some(path) => {
-                let certs = CertificateDer::pem_file_iter(path)
-                    .map_err(|e| bad(format!("cannot read the CA file {}: {e}", path.display())))?;
-                for cert in certs {
+                let pem = crate::url::read_file("CA", path)?;
+                for cert in CertificateDer::pem_slice_iter(&pem) {
                     let cert = cert
                         .map_err(|e| bad(format!("bad certificate in {}: {e}", path.display())))?;
                     roots

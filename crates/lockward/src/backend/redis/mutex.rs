@@ -39,6 +39,11 @@ impl RedisBackend {
                 why: "TLS to Redis needs lockward's `redis-tls` cargo feature".into(),
             });
         }
+        // Files that cannot be read are the URL's fault: say so before
+        // connecting, not as an unreachable server.
+        for (what, path) in url.tls_files() {
+            crate::url::read_file(what, path)?;
+        }
         let conn = Conn::connect(url, None, false)
             .await
             .map_err(|e| conn::connect_error(&address, e))?;
@@ -125,19 +130,22 @@ pub(crate) fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// What RedisBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: false,
+    pushed_wakeups: true,
+    server_detects_loss: false,
+    server_clock: true,
+    expires: true,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+};
+
 #[async_trait]
 impl LockBackend for RedisBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            fifo: false,
-            pushed_wakeups: true,
-            server_detects_loss: false,
-            server_clock: true,
-            expires: true,
-            durable: true,
-            cross_process: true,
-            cross_host: true,
-        }
+        CAPABILITIES
     }
 
     fn address(&self) -> String {

@@ -80,6 +80,19 @@ impl RedisUrl {
         })
     }
 
+    /// The TLS files the URL names, with what each is.
+    pub fn tls_files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        let mut files = Vec::new();
+        if let Some(ca) = &self.ca {
+            files.push(("CA", ca.as_path()));
+        }
+        if let Some((cert, key)) = &self.client_cert {
+            files.push(("client certificate", cert.as_path()));
+            files.push(("client key", key.as_path()));
+        }
+        files
+    }
+
     /// The URL's scheme.
     pub fn scheme(&self) -> &'static str {
         match (self.cluster, self.tls) {

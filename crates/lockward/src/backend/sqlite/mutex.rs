@@ -166,19 +166,22 @@ fn remaining(expires_at: i64, now: i64) -> Duration {
     Duration::from_millis(u64::try_from(expires_at - now).unwrap_or(0))
 }
 
+/// What SqliteBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: false,
+    pushed_wakeups: false,
+    server_detects_loss: false,
+    server_clock: false,
+    expires: true,
+    durable: true,
+    cross_process: true,
+    cross_host: false,
+};
+
 #[async_trait]
 impl LockBackend for SqliteBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            fifo: false,
-            pushed_wakeups: false,
-            server_detects_loss: false,
-            server_clock: false,
-            expires: true,
-            durable: true,
-            cross_process: true,
-            cross_host: false,
-        }
+        CAPABILITIES
     }
 
     fn address(&self) -> String {

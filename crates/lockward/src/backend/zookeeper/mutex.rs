@@ -255,6 +255,20 @@ impl ZookeeperBackend {
     }
 }
 
+/// What ZookeeperBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: true,
+    pushed_wakeups: true,
+    server_detects_loss: true,
+    // The TTL is timed by the holder's host; the session by the
+    // server.
+    server_clock: false,
+    expires: true,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+};
+
 #[async_trait]
 impl LockBackend for ZookeeperBackend {
     fn max_ttl(&self) -> Option<Duration> {
@@ -262,18 +276,7 @@ impl LockBackend for ZookeeperBackend {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            fifo: true,
-            pushed_wakeups: true,
-            server_detects_loss: true,
-            // The TTL is timed by the holder's host; the session by the
-            // server.
-            server_clock: false,
-            expires: true,
-            durable: true,
-            cross_process: true,
-            cross_host: true,
-        }
+        CAPABILITIES
     }
 
     fn address(&self) -> String {

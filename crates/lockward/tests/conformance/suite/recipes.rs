@@ -1,0 +1,358 @@
+//! Recipes: election, semaphores, idempotency keys, optimistic updates
+//! and rate limits, on the store under test.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lockward::{Error, Store};
+
+use super::{short, unique, Fixture};
+
+/// Leader election on this backend: one leader; a resign hands over to a
+/// waiting candidate at once (pushed backends: within 100 ms), with a larger
+/// epoch; `revoked` has not fired for a healthy leader.
+pub async fn election_hands_over_on_resign(f: &dyn Fixture) {
+    use lockward::recipe::{Candidate, ElectionConfig};
+    let config = ElectionConfig {
+        lease_duration: Duration::from_secs(3),
+        renew_deadline: Duration::from_secs(2),
+        retry_period: Duration::from_millis(500),
+    };
+    let name = unique("election");
+    let a = Candidate::new(f.store().await, &name, "node-a", config).unwrap();
+    let b = Candidate::new(f.store().await, &name, "node-b", config).unwrap();
+    let leading = a.campaign().await.unwrap();
+    assert_eq!(b.leader().await.unwrap().as_deref(), Some("node-a"));
+    assert!(b.try_campaign().await.is_err(), "two leaders");
+    let waiting = tokio::spawn(async move { (b.campaign().await, Instant::now()) });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Still leading after a renewal: revoked has not fired.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(10), leading.revoked())
+            .await
+            .is_err(),
+        "a healthy leader was revoked"
+    );
+    let epoch = leading.epoch();
+    let resigned = Instant::now();
+    leading.resign().await.unwrap();
+    let (next, at) = waiting.await.unwrap();
+    let next = next.unwrap();
+    let handover = at.saturating_duration_since(resigned);
+    eprintln!(
+        "election handover on {}: {handover:?}",
+        f.url().split("://").next().unwrap_or("")
+    );
+    if f.store().await.capabilities().pushed_wakeups {
+        assert!(handover < Duration::from_millis(100), "{handover:?}");
+    }
+    assert!(next.epoch() > epoch);
+    assert_eq!(a.leader().await.unwrap().as_deref(), Some("node-b"));
+    next.resign().await.unwrap();
+    // The timing is checked: renew deadline below the lease.
+    let bad = ElectionConfig {
+        renew_deadline: Duration::from_secs(3),
+        ..config
+    };
+    assert!(matches!(
+        Candidate::new(f.store().await, &name, "x", bad),
+        Err(Error::InvalidArgument {
+            what: "renew_deadline",
+            ..
+        })
+    ));
+}
+
+/// A leader whose whole runtime stops past its lease: another candidate is
+/// elected with a larger epoch (and an observer sees it); when the old
+/// leader resumes, `revoked` fires at once and its write with the old epoch
+/// is refused.
+pub async fn paused_leader_is_revoked_and_fenced(f: &dyn Fixture) {
+    use lockward::fence::{FencedResource, MemoryRegister};
+    use lockward::recipe::{Candidate, ElectionConfig};
+    let store = f.store().await;
+    let config = ElectionConfig {
+        lease_duration: Duration::from_millis(600),
+        renew_deadline: Duration::from_millis(400),
+        retry_period: Duration::from_millis(100),
+    };
+    let name = unique("paused-leader");
+    let register = Arc::new(MemoryRegister::new());
+    let (elected_tx, elected_rx) = std::sync::mpsc::channel();
+    // Its own Store over the same backend: another process, in effect.
+    let old_store = Store::from_shared(store.backend().clone());
+    let (old_name, old_register) = (name.clone(), register.clone());
+    let old = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let me = Candidate::new(old_store, &old_name, "old", config).unwrap();
+            let leading = me.campaign().await.unwrap();
+            elected_tx.send(leading.epoch()).unwrap();
+            std::thread::sleep(Duration::from_millis(600) + f_floor_pause());
+            let revoked = tokio::time::timeout(Duration::from_millis(50), leading.revoked()).await;
+            let write = old_register.write("state", b"old", leading.epoch()).await;
+            (revoked.is_ok(), write)
+        })
+    });
+    let old_epoch = elected_rx.recv().unwrap();
+    let observer = Candidate::new(f.store().await, &name, "observer", config).unwrap();
+    assert_eq!(observer.leader().await.unwrap().as_deref(), Some("old"));
+    let next = Candidate::new(f.store().await, &name, "new", config).unwrap();
+    let leading = tokio::time::timeout(
+        Duration::from_secs(5) + f.server_ttl_floor(),
+        next.campaign(),
+    )
+    .await
+    .expect("no new leader while the old one was paused")
+    .unwrap();
+    assert!(leading.epoch() > old_epoch);
+    register
+        .write("state", b"new", leading.epoch())
+        .await
+        .unwrap();
+    let seen = observer.next_leader_change(Some("old")).await.unwrap();
+    assert_eq!(seen.as_deref(), Some("new"));
+    let (revoked_at_once, old_write) = old.join().unwrap();
+    assert!(revoked_at_once, "the resumed leader was not revoked");
+    assert!(
+        matches!(old_write, Err(Error::Stale { .. })),
+        "{old_write:?}"
+    );
+    assert_eq!(register.read("state").await.unwrap().unwrap().value, b"new");
+    leading.resign().await.unwrap();
+}
+
+/// Long enough for any backend's server floor (etcd's whole-second leases)
+/// to pass while the old leader is paused.
+fn f_floor_pause() -> Duration {
+    Duration::from_millis(2_500)
+}
+
+/// A semaphore of 3 permits: 12 tasks, each on its own store handle, never
+/// more than 3 inside at once, and every task gets a permit in the end.
+pub async fn semaphore_limits_holders(f: &dyn Fixture) {
+    use lockward::recipe::Semaphore;
+    let name = unique("sem");
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..12 {
+        let sem = Semaphore::new(f.store().await, name.clone(), 3).unwrap();
+        let (inside, most) = (inside.clone(), most.clone());
+        tasks.push(tokio::spawn(async move {
+            let opts = short(5_000).wait(Duration::from_secs(20));
+            let permit = sem.acquire(&opts).await.expect("a permit");
+            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            inside.fetch_sub(1, Ordering::SeqCst);
+            permit.release().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= 3, "{most} holders of 3 permits");
+    assert!(most >= 2, "the permits were never shared ({most})");
+
+    let sem = Semaphore::new(f.store().await, name.clone(), 3).unwrap();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(sem.try_acquire(&short(300)).await.unwrap());
+    }
+    let mut slots: Vec<u32> = held.iter().map(|p| p.slot()).collect();
+    slots.sort();
+    assert_eq!(slots, vec![0, 1, 2]);
+    assert!(matches!(
+        sem.try_acquire(&short(300)).await,
+        Err(Error::Busy { .. })
+    ));
+    drop(held);
+    assert!(Semaphore::new(f.store().await, "x", 0).is_err());
+}
+
+/// A permit whose holder stops renewing comes back after its TTL, with a
+/// larger fence.
+pub async fn semaphore_permit_comes_back_after_its_ttl(f: &dyn Fixture) {
+    use lockward::recipe::Semaphore;
+    let sem = Semaphore::new(f.store().await, unique("sem-ttl"), 3).unwrap();
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(sem.try_acquire(&short(300)).await.unwrap());
+    }
+    // Nobody renews: the permits come back after the TTL.
+    let wait = Duration::from_millis(300).max(f.server_ttl_floor()) + Duration::from_secs(3);
+    let back = sem
+        .acquire(&short(1_000).wait(wait))
+        .await
+        .expect("an expired permit never came back");
+    let old = held.iter().find(|p| p.slot() == back.slot()).unwrap();
+    assert!(back.guard().fence() > old.guard().fence());
+    back.release().await.unwrap();
+}
+
+/// An idempotency key: of 6 concurrent duplicates exactly one runs, the
+/// others are told it is in progress; later duplicates get the stored
+/// result; a failed run stores nothing and can be retried.
+pub async fn idempotency_runs_once(f: &dyn Fixture) {
+    use lockward::recipe::{Idempotency, IdempotencyError, Idempotent};
+    let key = unique("order");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let keys = Idempotency::new(f.store().await);
+        let (key, runs) = (key.clone(), runs.clone());
+        tasks.push(tokio::spawn(async move {
+            keys.run(&key, || async {
+                runs.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Ok::<_, std::io::Error>("charged".to_string())
+            })
+            .await
+            .unwrap()
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(t.await.unwrap());
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "{outcomes:?}");
+    let ran = outcomes
+        .iter()
+        .filter(|o| matches!(o, Idempotent::Ran(_)))
+        .count();
+    assert_eq!(ran, 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| matches!(
+        o,
+        Idempotent::Ran(_) | Idempotent::InProgress | Idempotent::Stored(_)
+    )));
+    let keys = Idempotency::new(f.store().await);
+    let later = keys
+        .run(&key, || async {
+            Ok::<_, std::io::Error>("again".to_string())
+        })
+        .await
+        .unwrap();
+    assert_eq!(later, Idempotent::Stored("charged".into()));
+
+    let flaky = unique("flaky");
+    let failed = keys
+        .run(&flaky, || async { Err::<String, _>("card declined") })
+        .await;
+    assert!(matches!(
+        failed,
+        Err(IdempotencyError::Operation("card declined"))
+    ));
+    assert_eq!(keys.result(&flaky).await.unwrap(), None);
+    let retried = keys
+        .run(&flaky, || async { Ok::<_, &str>("charged".to_string()) })
+        .await
+        .unwrap();
+    assert_eq!(retried, Idempotent::Ran("charged".into()));
+}
+
+/// 8 tasks, each on its own store handle, add 1 to one counter 10 times
+/// with optimistic updates: nothing is lost.
+pub async fn optimistic_updates_lose_nothing(f: &dyn Fixture) {
+    use lockward::recipe::Optimistic;
+    let key = unique("counter");
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let counter = Optimistic::new(f.store().await).tries(200);
+        let key = key.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut conflicts = 0;
+            for _ in 0..10 {
+                let done = counter
+                    .update(&key, |v| {
+                        let n: u64 = v.map_or(0, |v| v.parse().unwrap());
+                        Ok::<_, std::convert::Infallible>((n + 1).to_string())
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("update failed: {e}"));
+                conflicts += done.conflicts;
+            }
+            conflicts
+        }));
+    }
+    let mut conflicts = 0;
+    for t in tasks {
+        conflicts += t.await.unwrap();
+    }
+    let counter = Optimistic::new(f.store().await);
+    let last = counter.read(&key).await.unwrap().unwrap();
+    assert_eq!(
+        last.value, "80",
+        "lost updates ({conflicts} conflicts retried)"
+    );
+    let declined = counter.update(&key, |_| Err::<String, _>("sold out")).await;
+    assert!(matches!(
+        declined,
+        Err(lockward::recipe::UpdateError::Declined("sold out"))
+    ));
+    assert_eq!(
+        counter.read(&key).await.unwrap().unwrap().version,
+        last.version
+    );
+}
+
+/// 20 concurrent requests against a limit of 5 per minute: exactly 5 pass,
+/// the rest are told when to retry; GCRA lets a burst of 3 through, then
+/// spaces requests out.
+pub async fn rate_limits_hold(f: &dyn Fixture) {
+    use lockward::recipe::{Decision, FixedWindow, Gcra};
+    let name = unique("api");
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let limit =
+            FixedWindow::new(f.store().await, name.clone(), 5, Duration::from_secs(60)).unwrap();
+        tasks.push(tokio::spawn(
+            async move { limit.check("user-1").await.unwrap() },
+        ));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Decision::Allowed { .. } => allowed += 1,
+            Decision::Limited { retry_after } => assert!(retry_after <= Duration::from_secs(60)),
+        }
+    }
+    assert_eq!(allowed, 5, "a limit of 5 let {allowed} through");
+    let other =
+        FixedWindow::new(f.store().await, name.clone(), 5, Duration::from_secs(60)).unwrap();
+    assert!(matches!(
+        other.check("user-2").await.unwrap(),
+        Decision::Allowed { remaining: 4 }
+    ));
+
+    let gcra = Gcra::new(
+        f.store().await,
+        unique("gcra"),
+        10,
+        Duration::from_secs(10),
+        3,
+    )
+    .unwrap();
+    let mut decisions = Vec::new();
+    for _ in 0..4 {
+        decisions.push(gcra.check("user-1").await.unwrap());
+    }
+    assert!(
+        decisions[..3]
+            .iter()
+            .all(|d| matches!(d, Decision::Allowed { .. })),
+        "{decisions:?}"
+    );
+    match decisions[3] {
+        Decision::Limited { retry_after } => {
+            assert!(retry_after <= Duration::from_secs(1), "{retry_after:?}")
+        }
+        other => panic!("the 4th request of a burst of 3 passed: {other:?}"),
+    }
+    assert!(FixedWindow::new(f.store().await, "x", 0, Duration::from_secs(1)).is_err());
+}
