@@ -57,7 +57,7 @@ pub use error::{Error, LostReason, Result};
 pub use guard::{Guard, LostSignal};
 pub use lease::{local_deadline, Lease, LockInfo};
 pub use name::{Name, MAX_NAME_BYTES};
-pub use options::{LockOptions, Renewal};
+pub use options::{LockOptions, Renewal, MAX_WAIT};
 pub use owner::OwnerId;
 pub use store::Store;
 pub use url::{StoreUrl, DEFAULT_SQLITE_PATH};

@@ -5,6 +5,10 @@ use std::time::Duration;
 use crate::duration::check_ttl;
 use crate::error::{Error, Result};
 
+/// The longest wait [`LockOptions::wait`] accepts: 100 years (use
+/// [`LockOptions::wait_forever`] for no limit).
+pub const MAX_WAIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// Options for one acquisition. The defaults: TTL 30 s, wait forever,
 /// renew automatically every TTL/3.
 ///
@@ -103,9 +107,18 @@ impl LockOptions {
         }
     }
 
-    /// Checks every field; called by the store before it sends anything.
+    /// Checks every field (a wait above [`MAX_WAIT`] is refused: no clock can
+    /// add it); called by the store before it sends anything.
     pub fn validate(&self) -> Result<()> {
         check_ttl(self.ttl)?;
+        if let Some(wait) = self.wait {
+            if wait > MAX_WAIT {
+                return Err(Error::invalid(
+                    "wait",
+                    format!("{wait:?} is longer than 100 years; use wait_forever() to wait without a limit"),
+                ));
+            }
+        }
         if let Renewal::Every(every) = self.renewal {
             if every.is_zero() || every >= self.ttl {
                 return Err(Error::invalid(

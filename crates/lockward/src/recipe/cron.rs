@@ -173,6 +173,7 @@ impl CronJob {
             )
         })?;
         crate::duration::check_ttl(options.lock_at_most_for)?;
+        crate::duration::check_retention(options.retention)?;
         if options.lock_at_least_for > options.lock_at_most_for {
             return Err(Error::invalid(
                 "lock_at_least_for",

@@ -53,17 +53,23 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The longest window or period a rate limit takes: ten years.
+pub const MAX_PERIOD: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+/// The most requests a rate limit counts in one window, or lets through in
+/// one burst: a billion.
+pub const MAX_LIMIT: u64 = 1_000_000_000;
+
 fn check_limit(limit: u64, period: Duration) -> Result<()> {
-    if limit == 0 {
+    if limit == 0 || limit > MAX_LIMIT {
         return Err(Error::invalid(
             "limit",
-            "a rate limit allows at least 1 request",
+            format!("a rate limit allows from 1 to {MAX_LIMIT} requests, not {limit}"),
         ));
     }
-    if period < Duration::from_millis(1) {
+    if period < Duration::from_millis(1) || period > MAX_PERIOD {
         return Err(Error::invalid(
             "period",
-            "a rate limit's period is at least 1ms",
+            format!("a rate limit's period is from 1ms to 10 years, not {period:?}"),
         ));
     }
     Ok(())
@@ -168,6 +174,12 @@ impl Gcra {
         burst: u64,
     ) -> Result<Self> {
         check_limit(limit, period)?;
+        if burst > MAX_LIMIT {
+            return Err(Error::invalid(
+                "burst",
+                format!("a burst is at most {MAX_LIMIT} requests, not {burst}"),
+            ));
+        }
         let name = name.into();
         Name::new(format!("ratelimit/{name}/"))?;
         let interval_us = (period.as_micros() as u64 / limit).max(1);
