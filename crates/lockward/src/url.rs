@@ -131,6 +131,10 @@ impl StoreUrl {
     /// Parses a store URL. Errors say which part was wrong and never repeat
     /// a password.
     pub fn parse(text: &str) -> Result<Self> {
+        StoreUrl::parse_parts(text).map_err(|e| without_userinfo(e, text))
+    }
+
+    fn parse_parts(text: &str) -> Result<Self> {
         let parts = Parts::split(text)?;
         match parts.scheme.as_str() {
             "memory" => {
@@ -350,41 +354,96 @@ impl Parts {
     }
 }
 
+/// One `host[:port]` of the host list. No part of `text` is echoed in an
+/// error: in a mistyped URL it may be a password.
 fn parse_endpoint(text: &str, default_port: u16) -> Result<Endpoint> {
+    let not_a_host = || {
+        url_error("a host is a DNS name, an IPv4 address or a bracketed IPv6 address such as [::1]")
+    };
     let (host, port) = if let Some(v6) = text.strip_prefix('[') {
-        let (host, after) = v6
-            .split_once(']')
-            .ok_or_else(|| url_error(format!("unclosed '[' in host {text:?}")))?;
+        let (host, after) = v6.split_once(']').ok_or_else(not_a_host)?;
+        if host.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(not_a_host());
+        }
         let port = match after {
             "" => None,
-            p => Some(
-                p.strip_prefix(':')
-                    .ok_or_else(|| url_error(format!("expected ':' after ']' in {text:?}")))?,
-            ),
+            p => Some(p.strip_prefix(':').ok_or_else(not_a_host)?),
         };
         (host, port)
     } else {
-        match text.rsplit_once(':') {
+        let (host, port) = match text.rsplit_once(':') {
             Some((h, p)) => (h, Some(p)),
             None => (text, None),
+        };
+        if host.is_empty() {
+            return Err(url_error("a host is empty"));
         }
+        if !is_host_name(host) {
+            return Err(not_a_host());
+        }
+        (host, port)
     };
-    if host.is_empty() {
-        return Err(url_error(format!("empty host in {text:?}")));
-    }
     let port = match port {
         None => default_port,
         Some(p) => p
             .parse::<u16>()
             .ok()
             .filter(|p| *p != 0)
-            // The value is not echoed: in a mistyped URL it may be a password.
             .ok_or_else(|| url_error("the port is not a number from 1 to 65535"))?,
     };
     Ok(Endpoint {
         host: host.to_string(),
         port,
     })
+}
+
+/// A DNS name or an IPv4 address: dot-separated labels of letters, digits,
+/// `-` and `_` (not at a label's ends for `-`), 1 to 63 bytes each, 253 in
+/// all.
+fn is_host_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+/// `error` with every trace of the user information of `text` (what stands
+/// between `://` and the last `@`, when it holds a password) replaced by
+/// `***`: whatever part of the
+/// URL an error quotes, it never quotes a password.
+fn without_userinfo(error: Error, text: &str) -> Error {
+    let Error::InvalidArgument { what, why } = error else {
+        return error;
+    };
+    let Some((_, rest)) = text.split_once("://") else {
+        return Error::InvalidArgument { what, why };
+    };
+    let rest = rest.split_once('?').map_or(rest, |(body, _)| body);
+    let Some(at) = rest.rfind('@') else {
+        return Error::InvalidArgument { what, why };
+    };
+    let userinfo = &rest[..at];
+    // Only a password is secret; a user name alone is quoted as it is.
+    let Some((_, password)) = userinfo.split_once(':') else {
+        return Error::InvalidArgument { what, why };
+    };
+    let mut why = why.replace(userinfo, "***");
+    // Pieces of it too, in case an error quotes a host or path cut from it.
+    for piece in password
+        .split([':', '/', '@', ','])
+        .filter(|p| p.len() >= 3)
+    {
+        why = why.replace(piece, "***");
+    }
+    Error::InvalidArgument { what, why }
 }
 
 pub(crate) fn percent_decode(text: &str) -> Result<String> {

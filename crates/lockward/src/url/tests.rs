@@ -182,3 +182,50 @@ fn password_never_in_errors() {
         assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 }
+
+#[test]
+fn hosts_must_be_hosts() {
+    for bad in [
+        "redis+cluster://u:pw127.0.0.1:1,127.0.0.1:2",
+        "redis://127[0.0.1:1",
+        "redis://[nothex]:1",
+        "redis://[::1",
+        "redis://-bad:1",
+        "redis://a..b:1",
+        "redis://a b:1",
+        "etcd://h1,h%2:1",
+    ] {
+        let err = StoreUrl::parse(bad).unwrap_err().to_string();
+        assert!(err.contains("url"), "{bad}: {err}");
+    }
+    for good in [
+        "redis://127.0.0.1:6379",
+        "redis://[::1]:7000",
+        "redis://cache-1.prod.example.com",
+        "redis://my_service:6379",
+        "etcd://a:1,b:2,c",
+    ] {
+        assert!(StoreUrl::parse(good).is_ok(), "{good}");
+    }
+}
+
+#[test]
+fn no_error_quotes_the_user_information() {
+    for url in [
+        "redis+cluster://u:pw127.0.0.1:1,127.0.0.1:2",
+        "redis://u:hunter2/xyz@h:1",
+        "redis://u:hunter2@h:1/notanumber",
+        "redis://u:hunter2@h:notaport",
+        "redis://u:hunter2@[::1",
+        "postgres://u:hunter2@h/db?table=Bad",
+        "etcd://u:hunter2@h/x",
+        "zk://u:hunter2@h/a//b",
+        "redlock://u:hunter2@a:1,b:2",
+        "redis://u:p%zz@h",
+    ] {
+        let err = StoreUrl::parse(url).unwrap_err().to_string();
+        for secret in ["hunter2", "pw127", "xyz"] {
+            assert!(!err.contains(secret), "{url}: {err}");
+        }
+    }
+}
