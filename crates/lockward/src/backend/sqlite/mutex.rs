@@ -109,17 +109,45 @@ fn open_blocking(path: &Path) -> Result<Connection> {
         .map_err(|e| sql_error(path, e))?;
     // WAL lets readers (status) run beside a writer; NORMAL sync is durable
     // against process crashes, and an OS crash frees every lock anyway.
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .and_then(|_| conn.pragma_update(None, "synchronous", "NORMAL"))
-        .and_then(|_| conn.execute_batch(SCHEMA))
-        .map_err(|e| {
-            unavailable(
-                path,
-                format!("cannot initialise the lock tables (is the file writable?): {e}"),
-            )
-        })?;
-    forget_previous_boot(&conn).map_err(|e| sql_error(path, e))?;
+    // Many processes may open a fresh file at once, and SQLite answers some
+    // of them "database is locked" without waiting (switching the journal,
+    // or a schema read that must become a write): those steps retry.
+    retry_busy(|| {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // The write lock is taken up front, so the busy timeout applies.
+        conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA} COMMIT;"))
+            .inspect_err(|_| {
+                let _ = conn.execute_batch("ROLLBACK");
+            })
+    })
+    .map_err(|e| {
+        unavailable(
+            path,
+            format!("cannot initialise the lock tables (is the file writable?): {e}"),
+        )
+    })?;
+    retry_busy(|| forget_previous_boot(&conn)).map_err(|e| sql_error(path, e))?;
     Ok(conn)
+}
+
+/// Runs `step` again while SQLite says the database is busy or locked, with
+/// a short jittered pause, for up to [`BUSY_TIMEOUT`].
+fn retry_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let give_up = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match step() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < give_up =>
+            {
+                std::thread::sleep(Duration::from_micros(fastrand::u64(1_000..20_000)));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Frees every lock recorded under another boot: their holders are gone and
