@@ -18,15 +18,19 @@ pub struct ElectArgs {
     /// This candidate's identity, shown as the leader (default host:pid).
     #[arg(long)]
     pub identity: Option<String>,
-    /// How long the store keeps the leader's lease without renewal.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
-    pub lease: Duration,
-    /// How long the leader keeps leading while renewals fail (< lease).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub renew_deadline: Duration,
-    /// How often the leader renews (< renew deadline).
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    pub retry: Duration,
+    /// How long the store keeps the leader's lease without renewal
+    /// [default: 15s, or the longest the store allows when that is shorter:
+    /// on ZooKeeper the session timeout; the two below then scale with it].
+    #[arg(long, value_parser = parse_duration)]
+    pub lease: Option<Duration>,
+    /// How long the leader keeps leading while renewals fail (< lease)
+    /// [default: 2/3 of the lease].
+    #[arg(long, value_parser = parse_duration)]
+    pub renew_deadline: Option<Duration>,
+    /// How often the leader renews (< renew deadline) [default: 2/15 of the
+    /// lease].
+    #[arg(long, value_parser = parse_duration)]
+    pub retry: Option<Duration>,
     /// The command and its arguments, after `--`; `LOCKWARD_EPOCH` holds the epoch.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -41,10 +45,17 @@ pub struct ElectArgs {
 /// store can give the lease to another candidate; and if lockward dies,
 /// even by SIGKILL, CMD dies with it.
 pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
+    // client-go's 15 s / 10 s / 2 s, shortened together where the store
+    // bounds a lease (ZooKeeper sessions).
+    let lease = args.lease.unwrap_or_else(|| {
+        store.max_ttl().map_or(Duration::from_secs(15), |max| {
+            max.min(Duration::from_secs(15))
+        })
+    });
     let config = ElectionConfig {
-        lease_duration: args.lease,
-        renew_deadline: args.renew_deadline,
-        retry_period: args.retry,
+        lease_duration: lease,
+        renew_deadline: args.renew_deadline.unwrap_or(lease * 2 / 3),
+        retry_period: args.retry.unwrap_or(lease * 2 / 15),
     };
     let identity = args.identity.clone().unwrap_or_else(crate::holder::label);
     let candidate = match Candidate::new(store.clone(), &args.name, &identity, config) {

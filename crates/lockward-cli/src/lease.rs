@@ -3,16 +3,18 @@
 
 use std::time::Duration;
 
-use lockward::LockOptions;
+use lockward::{LockOptions, Store};
 
 use crate::exit;
 
 /// How long the lock is leased, waited for, and how CMD is stopped.
 #[derive(clap::Args, Debug, Clone)]
 pub struct LeaseArgs {
-    /// Lease TTL on the store (renewed every TTL/3 while CMD runs).
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    pub ttl: Duration,
+    /// Lease TTL on the store, renewed every TTL/3 while CMD runs [default:
+    /// 30s, or the longest the store allows when that is shorter: on
+    /// ZooKeeper the session timeout the server granted].
+    #[arg(long, value_parser = parse_duration)]
+    pub ttl: Option<Duration>,
     /// Wait at most this long for the lock (default: wait forever).
     #[arg(long, value_parser = parse_duration, conflicts_with = "no_wait")]
     pub wait: Option<Duration>,
@@ -25,10 +27,10 @@ pub struct LeaseArgs {
 }
 
 impl LeaseArgs {
-    /// The lock options and the grace period; the exit status (after a
-    /// message) when the flags do not fit together.
-    pub fn options(&self) -> Result<(LockOptions, Duration), u8> {
-        let ttl = self.ttl;
+    /// The lock options on `store` and the grace period; the exit status
+    /// (after a message) when the flags do not fit together.
+    pub fn options(&self, store: &Store) -> Result<(LockOptions, Duration), u8> {
+        let ttl = self.ttl.unwrap_or_else(|| default_ttl(store));
         if let Err(e) = lockward::duration::check_ttl(ttl) {
             eprintln!("lockward: {e}");
             return Err(exit::USAGE);
@@ -47,6 +49,13 @@ impl LeaseArgs {
         }
         Ok((opts, grace))
     }
+}
+
+/// The TTL when `--ttl` is not given: 30 s, or the longest the store
+/// allows when that is shorter, so that the defaults work on every store.
+pub fn default_ttl(store: &Store) -> Duration {
+    let default = Duration::from_secs(30);
+    store.max_ttl().map_or(default, |max| default.min(max))
 }
 
 /// A duration flag: `500ms`, `30s`, `5m`, `1h`, `1m30s`.

@@ -49,7 +49,7 @@ pub async fn once(store: &Store, args: OnceArgs) -> u8 {
     if args.status {
         return status(store, &args.key).await;
     }
-    let (opts, grace) = match args.lease.options() {
+    let (opts, grace) = match args.lease.options(store) {
         Ok(checked) => checked,
         Err(status) => return status,
     };

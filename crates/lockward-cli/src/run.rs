@@ -23,7 +23,7 @@ pub struct RunArgs {
 
 /// Takes the lock, runs CMD under it, and returns lockward's exit status.
 pub async fn run(store: &Store, args: RunArgs) -> u8 {
-    let (opts, grace) = match args.lease.options() {
+    let (opts, grace) = match args.lease.options(store) {
         Ok(checked) => checked,
         Err(status) => return status,
     };

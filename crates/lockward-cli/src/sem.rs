@@ -25,7 +25,7 @@ pub struct SemArgs {
 
 /// Takes a permit, runs CMD under it, and returns lockward's exit status.
 pub async fn sem(store: &Store, args: SemArgs) -> u8 {
-    let (opts, grace) = match args.lease.options() {
+    let (opts, grace) = match args.lease.options(store) {
         Ok(checked) => checked,
         Err(status) => return status,
     };

@@ -16,7 +16,10 @@ fn fifty_processes_open_one_fresh_file_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     for round in 0..ROUNDS {
-        let url = format!("sqlite://{}", dir.path().join(format!("fresh-{round}.db")).display());
+        let url = format!(
+            "sqlite://{}",
+            dir.path().join(format!("fresh-{round}.db")).display()
+        );
         let mut children: Vec<_> = (0..PROCESSES)
             .map(|_| {
                 Command::new(lockward())
@@ -34,10 +37,21 @@ fn fifty_processes_open_one_fresh_file_at_once() {
             if !matches!(status.code(), Some(0) | Some(75)) {
                 let mut err = String::new();
                 use std::io::Read;
-                child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
                 failures.push(format!("round {round}: {status}: {err}"));
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} starts failed:\n{}", failures.len(), PROCESSES * ROUNDS, failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} starts failed:\n{}",
+        failures.len(),
+        PROCESSES * ROUNDS,
+        failures.join("\n")
+    );
 }

@@ -15,3 +15,44 @@ fn run_and_status_on_zookeeper() {
         assert!(ephemerals.contains("/lockward/deploy/_c_"), "{ephemerals}");
     });
 }
+
+/// With no `--ttl`, `run` uses a TTL the server's sessions allow: a server
+/// capped at 10 s sessions (below the 30 s default) still runs the command.
+#[test]
+fn default_ttl_fits_a_server_capped_at_ten_second_sessions() {
+    let zk = ZookeeperEnsemble::start_single_capped(std::time::Duration::from_secs(10));
+    for args in [
+        vec!["run", "capped", "--", "true"],
+        vec!["sem", "capped-sem", "-n", "2", "--", "true"],
+        vec!["once", "capped-once", "--", "true"],
+        vec!["elect", "capped-elect", "--", "true"],
+    ] {
+        let out = std::process::Command::new(common::lockward())
+            .args(["--store", &zk.url()])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // An explicit TTL above the session is still refused, clearly.
+    let out = std::process::Command::new(common::lockward())
+        .args([
+            "--store",
+            &zk.url(),
+            "run",
+            "--ttl",
+            "30s",
+            "capped",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("session"));
+}

@@ -28,6 +28,7 @@ struct Node {
 pub struct ZookeeperEnsemble {
     dir: tempfile::TempDir,
     nodes: Vec<Node>,
+    max_session: std::time::Duration,
 }
 
 impl ZookeeperEnsemble {
@@ -41,7 +42,17 @@ impl ZookeeperEnsemble {
         ZookeeperEnsemble::start(3)
     }
 
+    /// A standalone server that grants sessions of at most `max_session`
+    /// (its `maxSessionTimeout`), as many production servers do.
+    pub fn start_single_capped(max_session: std::time::Duration) -> ZookeeperEnsemble {
+        ZookeeperEnsemble::start_with(1, max_session)
+    }
+
     fn start(n: usize) -> ZookeeperEnsemble {
+        ZookeeperEnsemble::start_with(n, std::time::Duration::from_secs(60))
+    }
+
+    fn start_with(n: usize, max_session: std::time::Duration) -> ZookeeperEnsemble {
         require_binary("java");
         assert!(
             std::path::Path::new(ZOOKEEPER_JAR).is_file(),
@@ -57,7 +68,11 @@ impl ZookeeperEnsemble {
                 process: None,
             })
             .collect();
-        let mut ensemble = ZookeeperEnsemble { dir, nodes };
+        let mut ensemble = ZookeeperEnsemble {
+            dir,
+            nodes,
+            max_session,
+        };
         for i in 0..n {
             ensemble.write_config(i);
             ensemble.launch(i);
@@ -75,7 +90,7 @@ impl ZookeeperEnsemble {
         std::fs::create_dir_all(dir.join("data")).expect("ZooKeeper data dir");
         let node = &self.nodes[i];
         // tickTime 100 ms: sessions may be as short as 200 ms; the longest
-        // is raised to a minute so that tests can also ask for long TTLs.
+        // is a minute (unless capped) so that tests can also ask for long TTLs.
         let mut cfg = format!(
             "tickTime=100\n\
              initLimit=50\n\
@@ -84,12 +99,13 @@ impl ZookeeperEnsemble {
              clientPort={}\n\
              clientPortAddress=127.0.0.1\n\
              minSessionTimeout=200\n\
-             maxSessionTimeout=60000\n\
+             maxSessionTimeout={}\n\
              maxClientCnxns=0\n\
              4lw.commands.whitelist=*\n\
              admin.enableServer=false\n",
             dir.join("data").display(),
-            node.client_port
+            node.client_port,
+            self.max_session.as_millis()
         );
         if self.nodes.len() > 1 {
             std::fs::write(dir.join("data/myid"), format!("{}\n", i + 1)).expect("myid");
