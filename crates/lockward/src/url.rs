@@ -266,6 +266,13 @@ impl Parts {
         // '@' before the first '/' ends the user information.
         let authority_end = body.find('/').unwrap_or(body.len());
         let (authority, path) = body.split_at(authority_end);
+        // An '@' after the first '/' means a password holding '/' (or '@'):
+        // reading on would take part of it for a path, and print it.
+        if scheme != "sqlite" && path.contains('@') {
+            return Err(url_error(
+                "an '@' after the host: percent-encode a '/' or '@' in the password (%2F, %40)",
+            ));
+        }
         let (userinfo, hostlist) = match authority.rfind('@') {
             Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
             None => (None, authority),

@@ -222,9 +222,11 @@ fn no_error_quotes_the_user_information() {
         "zk://u:hunter2@h/a//b",
         "redlock://u:hunter2@a:1,b:2",
         "redis://u:p%zz@h",
+        // Found by tests/fuzz.rs: a '/' in the password made its tail a chroot.
+        "zk://app:1/&0A;@h",
     ] {
         let err = StoreUrl::parse(url).unwrap_err().to_string();
-        for secret in ["hunter2", "pw127", "xyz"] {
+        for secret in ["hunter2", "pw127", "xyz", "&0A;"] {
             assert!(!err.contains(secret), "{url}: {err}");
         }
     }
