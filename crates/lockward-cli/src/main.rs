@@ -4,13 +4,13 @@
 //! command line, opens the store and dispatches.
 
 mod bench;
-mod child;
 mod cron;
 mod demo;
 mod doctor;
 mod elect;
 mod exit;
 mod holder;
+mod keeper;
 mod lease;
 mod once;
 mod run;
@@ -53,6 +53,8 @@ enum Command {
     Bench(bench::BenchArgs),
     #[command(hide = true)]
     DemoWorker(demo::WorkerArgs),
+    #[command(hide = true)]
+    Keeper(keeper::KeeperArgs),
     Status(status::StatusArgs),
 }
 
@@ -65,8 +67,10 @@ fn main() -> ExitCode {
             return ExitCode::from(if usage { exit::USAGE } else { 0 });
         }
     };
-    // One thread: CMD is forked from the main thread, which lives as long
-    // as lockward, so the parent-death signal fires only when lockward dies.
+    // The keeper between lockward and CMD is plain blocking code.
+    if let Command::Keeper(args) = cli.command {
+        return ExitCode::from(keeper::keep(args));
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -120,6 +124,8 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Bench(args) => bench::bench(&store, &url, args).await,
         Command::DemoWorker(args) => demo::worker(&store, &url, args).await,
         Command::Status(args) => status::status(&store, args).await,
-        Command::Doctor(_) => unreachable!("handled before the store is opened"),
+        Command::Doctor(_) | Command::Keeper(_) => {
+            unreachable!("handled before the store is opened")
+        }
     }
 }

@@ -1,12 +1,12 @@
 //! `lockward run NAME -- CMD ARGS…`: CMD runs only while the lock is held.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lockward::{Guard, Store};
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::child::{self, Supervised};
 use crate::exit;
+use crate::keeper::{Keeper, Report};
 use crate::lease::LeaseArgs;
 
 /// Run CMD while holding lock NAME, renewing it; CMD is stopped if the lock is lost.
@@ -93,26 +93,15 @@ pub async fn run_under(
         eprintln!("lockward: cannot install signal handlers");
         return Ended::Failed(exit::SOFTWARE);
     };
-    let (program, rest) = command.split_first().expect("clap requires CMD");
-    match child::spawn(program, rest, env) {
-        Ok(supervised) => supervise(guard, supervised, signals, grace).await,
+    match Keeper::start(command, env, guard.deadline(), grace) {
+        Ok(keeper) => supervise(guard, keeper, signals).await,
         Err(e) => {
-            eprintln!("lockward: cannot run {program:?}: {e}");
-            Ended::Failed(match e.kind() {
-                std::io::ErrorKind::NotFound => exit::NOT_FOUND,
-                _ => exit::CANNOT_EXECUTE,
-            })
+            eprintln!("lockward: cannot start the command's keeper: {e}");
+            Ended::Failed(exit::SOFTWARE)
         }
     }
 }
 
-/// Waits for CMD while watching the lease and lockward's own signals.
-///
-/// Stopping is tied to the lease's local deadline, so CMD is dead before the
-/// store can give the lock to someone else: when renewals keep failing and
-/// only `grace` is left, CMD gets SIGTERM; at the deadline, SIGKILL. When the
-/// lock is lost outright (taken over), SIGTERM at once and SIGKILL after
-/// `grace`.
 /// The signals lockward forwards to CMD's process group.
 struct Signals {
     int: tokio::signal::unix::Signal,
@@ -132,73 +121,43 @@ impl Signals {
     }
 }
 
-async fn supervise(guard: &Guard, mut cmd: Supervised, signals: Signals, grace: Duration) -> Ended {
+/// Waits for the keeper's report while watching the lease and lockward's
+/// own signals.
+///
+/// The keeper holds the lease's local deadline and ends CMD's whole tree by
+/// it, so CMD is gone before the store can give the lock to someone else,
+/// even if lockward is frozen or killed (see [`crate::keeper`]). lockward
+/// moves the deadline after each renewal, tells the keeper when the lock is
+/// lost outright (SIGTERM at once, SIGKILL after the grace period), and
+/// forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to CMD's group.
+async fn supervise(guard: &Guard, mut keeper: Keeper, signals: Signals) -> Ended {
     let mut lost = guard.lost_signal();
+    let mut renewed = guard.lost_signal();
     let mut lost_seen = false;
-    let mut kill_at: Option<Instant> = None;
     let Signals {
         mut int,
         mut term,
         mut hup,
         mut quit,
     } = signals;
-    let status = loop {
-        let term_at = guard
-            .deadline()
-            .checked_sub(grace)
-            .unwrap_or_else(Instant::now);
+    let report = loop {
         tokio::select! {
-            status = cmd.child.wait() => break status,
+            report = keeper.report() => break report,
             reason = lost.wait(), if !lost_seen => {
                 lost_seen = true;
                 eprintln!("lockward: lock {} lost ({reason}); stopping the command", guard.name());
-                if kill_at.is_none() {
-                    cmd.signal_group(libc::SIGTERM);
-                }
-                let at = Instant::now() + grace;
-                kill_at = Some(kill_at.map_or(at, |k| k.min(at)));
+                keeper.stop();
             }
-            _ = tokio::time::sleep_until(term_at.into()), if kill_at.is_none() => {
-                // Re-read: a renewal may have moved the deadline meanwhile.
-                if Instant::now() + grace >= guard.deadline() {
-                    eprintln!(
-                        "lockward: cannot renew lock {}; stopping the command before it expires",
-                        guard.name()
-                    );
-                    cmd.signal_group(libc::SIGTERM);
-                    kill_at = Some(guard.deadline());
-                }
-            }
-            _ = sleep_until_opt(kill_at) => {
-                cmd.signal_group(libc::SIGKILL);
-                kill_at = Some(Instant::now() + Duration::from_secs(3600));
-            }
-            _ = int.recv() => cmd.signal_group(libc::SIGINT),
-            _ = term.recv() => cmd.signal_group(libc::SIGTERM),
-            _ = hup.recv() => cmd.signal_group(libc::SIGHUP),
-            _ = quit.recv() => cmd.signal_group(libc::SIGQUIT),
+            _ = renewed.changed() => keeper.deadline(guard.deadline()),
+            _ = int.recv() => keeper.signal(libc::SIGINT),
+            _ = term.recv() => keeper.signal(libc::SIGTERM),
+            _ = hup.recv() => keeper.signal(libc::SIGHUP),
+            _ = quit.recv() => keeper.signal(libc::SIGQUIT),
         }
     };
-    // Grandchildren may linger in the group after CMD itself exited.
-    if kill_at.is_some() {
-        cmd.signal_group(libc::SIGKILL);
-    }
-    let status = match status {
-        Ok(status) => status,
-        Err(e) => {
-            eprintln!("lockward: waiting for the command failed: {e}");
-            return Ended::Failed(exit::SOFTWARE);
-        }
-    };
-    if lost_seen || kill_at.is_some() {
-        return Ended::Lost;
-    }
-    Ended::Exited(child::exit_code(status))
-}
-
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
+    match report {
+        Report::Failed(code) => Ended::Failed(code),
+        Report::Exited { stopped, .. } if stopped || lost_seen => Ended::Lost,
+        Report::Exited { code, .. } => Ended::Exited(code),
     }
 }

@@ -1,0 +1,461 @@
+//! The keeper: a small process between lockward and CMD that bounds CMD's
+//! whole process tree by the lock.
+//!
+//! lockward starts it (the `lockward` binary again, hidden command
+//! `keeper`) with two pipes; the keeper starts CMD. It is a child
+//! subreaper, so every process CMD starts, in CMD's group or not (a
+//! `setsid` daemon included), stays its descendant even when its own parent
+//! exits. It holds the lease's local deadline, which lockward moves forward
+//! after each renewal, and it ends the tree:
+//!
+//! - when lockward dies, by any signal (its end of the pipe closes);
+//! - when the deadline comes without a renewal (a frozen lockward cannot
+//!   move it): SIGTERM `grace` before it, SIGKILL at it;
+//! - when lockward says the lock is lost: SIGTERM now, SIGKILL after
+//!   `grace` (or at the deadline, if sooner);
+//! - when CMD exits: what it left behind gets SIGTERM, then SIGKILL after
+//!   `grace`, before lockward is told (and releases the lock).
+//!
+//! The keeper lives in a process group of its own, so a signal to
+//! lockward's group does not stop it, and it ignores the usual terminating
+//! signals; only SIGKILL of the keeper itself (and what no process tree
+//! can hold, such as a command that asks another daemon to start work)
+//! escapes it.
+//!
+//! Messages, one per line. lockward to keeper: `deadline MS` (the deadline
+//! is MS milliseconds from now), `signal N` (forward N to CMD's group),
+//! `stop` (the lock is lost). Keeper to lockward: `exited CODE STOPPED`
+//! (CMD's status as lockward passes it on, and whether the keeper stopped
+//! it), or `failed CODE` (CMD could not be started).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One process of `lockward run` and friends (internal).
+#[derive(clap::Args)]
+pub struct KeeperArgs {
+    /// The pipe lockward writes to.
+    #[arg(long)]
+    from: i32,
+    /// The pipe lockward reads.
+    #[arg(long)]
+    to: i32,
+    /// The first deadline, in ms from now.
+    #[arg(long)]
+    deadline_ms: u64,
+    /// Between SIGTERM and SIGKILL, in ms.
+    #[arg(long)]
+    grace_ms: u64,
+    /// CMD and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+/// Signals a keeper survives; CMD gets them back at their defaults.
+const IGNORED: [libc::c_int; 5] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGPIPE,
+];
+
+/// Runs the keeper; its exit status is 0 unless it could not set itself up.
+pub fn keep(args: KeeperArgs) -> u8 {
+    // SAFETY: plain syscalls on this process; the fds were handed to us by
+    // lockward and are not used by anything else here.
+    let (from, mut to) = unsafe {
+        libc::setpgid(0, 0);
+        #[cfg(target_os = "linux")]
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        for sig in IGNORED {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        for fd in [args.from, args.to] {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        (File::from_raw_fd(args.from), File::from_raw_fd(args.to))
+    };
+    let (program, rest) = args.command.split_first().expect("clap requires CMD");
+    let mut cmd = Command::new(program);
+    cmd.args(rest)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    // SAFETY: only async-signal-safe calls run between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for sig in IGNORED {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            #[cfg(target_os = "linux")]
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("lockward: cannot run {program:?}: {e}");
+            let code = match e.kind() {
+                std::io::ErrorKind::NotFound => crate::exit::NOT_FOUND,
+                _ => crate::exit::CANNOT_EXECUTE,
+            };
+            let _ = writeln!(to, "failed {code}");
+            return 0;
+        }
+    };
+    let cmd_pid = child.id() as libc::pid_t;
+    // Reaped below with waitpid, with every other descendant.
+    std::mem::forget(child);
+    let messages = read_messages(from);
+    let mut tree = Tree {
+        cmd_pid,
+        cmd_status: None,
+        grace: Duration::from_millis(args.grace_ms),
+        deadline: Instant::now() + Duration::from_millis(args.deadline_ms),
+        stopped: false,
+        cleaning: false,
+        kill_at: None,
+    };
+    let status = tree.watch(&messages);
+    let _ = writeln!(to, "exited {} {}", status, u8::from(tree.stopped));
+    0
+}
+
+/// What lockward said, or that it is gone.
+enum Message {
+    Deadline(Duration),
+    Signal(libc::c_int),
+    Stop,
+    Gone,
+}
+
+/// Reads lockward's messages on a thread of their own; `Gone` when its end
+/// of the pipe closes (lockward exited or died).
+fn read_messages(from: File) -> std::sync::mpsc::Receiver<Message> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            let mut words = line.split_whitespace();
+            let message = match (
+                words.next(),
+                words.next().and_then(|w| w.parse::<u64>().ok()),
+            ) {
+                (Some("deadline"), Some(ms)) => Message::Deadline(Duration::from_millis(ms)),
+                (Some("signal"), Some(n)) => Message::Signal(n as libc::c_int),
+                (Some("stop"), _) => Message::Stop,
+                _ => continue,
+            };
+            if tx.send(message).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Message::Gone);
+    });
+    rx
+}
+
+/// CMD's tree and when it must end.
+struct Tree {
+    cmd_pid: libc::pid_t,
+    /// CMD's status once it was reaped.
+    cmd_status: Option<u8>,
+    grace: Duration,
+    deadline: Instant,
+    /// The keeper stopped CMD (the deadline came, or the lock was lost).
+    stopped: bool,
+    /// CMD ended by itself and what it left got SIGTERM.
+    cleaning: bool,
+    /// When the tree gets SIGKILL.
+    kill_at: Option<Instant>,
+}
+
+/// How often the keeper looks at its children and the clock.
+const TICK: Duration = Duration::from_millis(5);
+
+impl Tree {
+    /// Watches until CMD has exited and its tree is gone; CMD's status as
+    /// lockward passes it on.
+    fn watch(&mut self, messages: &std::sync::mpsc::Receiver<Message>) -> u8 {
+        loop {
+            let children_left = self.reap();
+            if let Some(code) = self.cmd_status {
+                if !children_left {
+                    return code;
+                }
+                // CMD is done: what it left behind must not run on
+                // without the lock.
+                if !self.cleaning && !self.stopped {
+                    self.cleaning = true;
+                    signal_descendants(libc::SIGTERM);
+                    self.kill_at = Some(Instant::now() + self.grace);
+                }
+            }
+            let now = Instant::now();
+            if !self.stopped && now + self.grace >= self.deadline {
+                eprintln!("lockward: the lease ends without a renewal; stopping the command");
+                self.stop(self.deadline);
+            }
+            if self.kill_at.is_some_and(|at| now >= at) || now >= self.deadline {
+                self.kill_all();
+                return self.cmd_status.unwrap_or(crate::exit::LOST);
+            }
+            match messages.recv_timeout(TICK) {
+                Ok(Message::Deadline(left)) => self.deadline = Instant::now() + left,
+                Ok(Message::Signal(sig)) => {
+                    // SAFETY: plain syscall; ESRCH once the group is gone.
+                    unsafe { libc::kill(-self.cmd_pid, sig) };
+                }
+                Ok(Message::Stop) => {
+                    let at = (Instant::now() + self.grace).min(self.deadline);
+                    self.stop(at);
+                }
+                Ok(Message::Gone) => {
+                    // lockward is dead: nothing may run on without it.
+                    self.kill_all();
+                    return self.cmd_status.unwrap_or(crate::exit::LOST);
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// SIGTERM to the whole tree now (once), SIGKILL at `kill_at`.
+    fn stop(&mut self, kill_at: Instant) {
+        if !self.stopped {
+            signal_descendants(libc::SIGTERM);
+            self.stopped = true;
+        }
+        self.kill_at = Some(self.kill_at.map_or(kill_at, |k| k.min(kill_at)));
+    }
+
+    /// SIGKILL to every descendant until none is left: as a subreaper, the
+    /// keeper inherits each one whose parent died, so "no children" means
+    /// the whole tree is gone.
+    fn kill_all(&mut self) {
+        let give_up = Instant::now() + Duration::from_secs(5);
+        while self.reap() && Instant::now() < give_up {
+            signal_descendants(libc::SIGKILL);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Reaps every child that exited (keeping CMD's status); whether any
+    /// child is left.
+    fn reap(&mut self) -> bool {
+        loop {
+            let mut raw = 0;
+            // SAFETY: plain syscall on our own children; WNOHANG never blocks.
+            let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
+            if pid == self.cmd_pid {
+                self.cmd_status = Some(exit_code(raw));
+            }
+            match pid {
+                0 => return true,
+                p if p > 0 => continue,
+                _ => return false,
+            }
+        }
+    }
+}
+
+/// CMD's status as lockward passes it on: its code, or 128 + the signal.
+fn exit_code(raw: libc::c_int) -> u8 {
+    if libc::WIFEXITED(raw) {
+        libc::WEXITSTATUS(raw).clamp(0, 255) as u8
+    } else if libc::WIFSIGNALED(raw) {
+        (128 + libc::WTERMSIG(raw)).clamp(0, 255) as u8
+    } else {
+        crate::exit::SOFTWARE
+    }
+}
+
+/// Sends `sig` to every descendant of the keeper (from `/proc`); how many.
+fn signal_descendants(sig: libc::c_int) -> usize {
+    let me = std::process::id() as libc::pid_t;
+    let mut parents = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            if let Some(ppid) = parent_of(pid) {
+                parents.push((pid, ppid));
+            }
+        }
+    }
+    let mut tree = vec![me];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        i += 1;
+    }
+    for pid in &tree[1..] {
+        // SAFETY: plain syscall; a pid already gone gives ESRCH.
+        unsafe { libc::kill(*pid, sig) };
+    }
+    tree.len() - 1
+}
+
+/// The parent of `pid`, from `/proc/PID/stat` (after the command name,
+/// which may hold spaces and parentheses).
+fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// lockward's side of the keeper: its pipes, and its pid for waiting.
+pub struct Keeper {
+    to: File,
+    from: tokio::net::unix::pipe::Receiver,
+    lines: Vec<u8>,
+    process: tokio::process::Child,
+}
+
+/// How the keeper says CMD ended.
+pub enum Report {
+    /// CMD's status, and whether the keeper stopped it.
+    Exited { code: u8, stopped: bool },
+    /// CMD could not be started: lockward's status.
+    Failed(u8),
+}
+
+impl Keeper {
+    /// Starts the keeper, which starts `command` with `env`; the lease's
+    /// local deadline is `deadline`.
+    pub fn start(
+        command: &[String],
+        env: &[(&str, String)],
+        deadline: Instant,
+        grace: Duration,
+    ) -> std::io::Result<Keeper> {
+        let (to_keeper_read, to_keeper) = pipe()?;
+        let (from_keeper, from_keeper_write) = pipe()?;
+        let exe = std::env::current_exe()?;
+        let mut cmd = tokio::process::Command::new(exe);
+        cmd.arg("keeper")
+            .arg("--from")
+            .arg(to_keeper_read.as_raw_fd().to_string())
+            .arg("--to")
+            .arg(from_keeper_write.as_raw_fd().to_string())
+            .arg("--deadline-ms")
+            .arg(millis_until(deadline).to_string())
+            .arg("--grace-ms")
+            .arg(grace.as_millis().to_string())
+            .arg("--")
+            .args(command)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            // CMD's parent is the keeper; this names the lockward to signal.
+            .env("LOCKWARD_PID", std::process::id().to_string())
+            .kill_on_drop(false);
+        let (r, w) = (to_keeper_read.as_raw_fd(), from_keeper_write.as_raw_fd());
+        // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec
+        // on the keeper's two pipe ends.
+        unsafe {
+            cmd.pre_exec(move || {
+                for fd in [r, w] {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let process = cmd.spawn()?;
+        // Our copies of the keeper's ends: closed, so that the keeper's
+        // death (or ours) shows as end of file on the other side.
+        drop((to_keeper_read, from_keeper_write));
+        let from = tokio::net::unix::pipe::Receiver::from_file(from_keeper)?;
+        Ok(Keeper {
+            to: to_keeper,
+            from,
+            lines: Vec::new(),
+            process,
+        })
+    }
+
+    /// Moves the keeper's deadline to `deadline`.
+    pub fn deadline(&mut self, deadline: Instant) {
+        let _ = writeln!(self.to, "deadline {}", millis_until(deadline));
+    }
+
+    /// Forwards `signal` to CMD's group.
+    pub fn signal(&mut self, signal: libc::c_int) {
+        let _ = writeln!(self.to, "signal {signal}");
+    }
+
+    /// The lock is lost: stop the tree.
+    pub fn stop(&mut self) {
+        let _ = writeln!(self.to, "stop");
+    }
+
+    /// Waits for the keeper's report; CMD and its tree are gone by then.
+    ///
+    /// Cancel-safe: a dropped call loses no line already read.
+    pub async fn report(&mut self) -> Report {
+        use tokio::io::AsyncReadExt;
+        loop {
+            if let Some(end) = self.lines.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.lines.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                let words: Vec<&str> = line.split_whitespace().collect();
+                match words.as_slice() {
+                    ["exited", code, stopped] => {
+                        let _ = self.process.wait().await;
+                        return Report::Exited {
+                            code: code.parse().unwrap_or(crate::exit::SOFTWARE),
+                            stopped: *stopped == "1",
+                        };
+                    }
+                    ["failed", code] => {
+                        let _ = self.process.wait().await;
+                        return Report::Failed(code.parse().unwrap_or(crate::exit::SOFTWARE));
+                    }
+                    _ => continue,
+                }
+            }
+            let mut buf = [0u8; 256];
+            match self.from.read(&mut buf).await {
+                Ok(0) | Err(_) => {
+                    // The keeper died without a report.
+                    let _ = self.process.wait().await;
+                    eprintln!("lockward: the command's keeper ended unexpectedly");
+                    return Report::Failed(crate::exit::SOFTWARE);
+                }
+                Ok(n) => self.lines.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+}
+
+fn millis_until(at: Instant) -> u128 {
+    at.saturating_duration_since(Instant::now()).as_millis()
+}
+
+/// A pipe, both ends close-on-exec: (read, write).
+fn pipe() -> std::io::Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills both fds on success; each is owned once.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])))
+    }
+}
