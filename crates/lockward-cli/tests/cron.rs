@@ -75,15 +75,17 @@ fn cron_on(store: &str) {
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     let ran: Vec<&serde_json::Value> = rows.iter().filter(|r| r["missed"] == false).collect();
-    assert_eq!(
-        ran.len(),
-        per_fire.len(),
-        "{scheme}: ledger and side file disagree"
-    );
     // At most one run can be under way when the instances stop (runs last
-    // milliseconds, one fire time a second): it may end by the SIGTERM.
+    // milliseconds, one fire time a second): it may end by the SIGTERM,
+    // possibly before its command wrote its line.
     let interrupted = ran.iter().filter(|r| r["outcome"] != "succeeded").count();
     assert!(interrupted <= 1, "{scheme}: {ran:?}");
+    assert!(
+        ran.len() == per_fire.len() || ran.len() == per_fire.len() + interrupted,
+        "{scheme}: ledger ({}) and side file ({}) disagree",
+        ran.len(),
+        per_fire.len()
+    );
     for r in &ran {
         let outcome = r["outcome"].as_str().unwrap();
         assert!(
@@ -91,9 +93,10 @@ fn cron_on(store: &str) {
             "{scheme}: every run records its end: {r}"
         );
         assert!(
-            per_fire
-                .keys()
-                .any(|f| chrono_eq(f, r["fire_time"].as_str().unwrap())),
+            outcome != "succeeded"
+                || per_fire
+                    .keys()
+                    .any(|f| chrono_eq(f, r["fire_time"].as_str().unwrap())),
             "{scheme}: {r}"
         );
     }
