@@ -8,7 +8,8 @@
 #                              protoc and its well-known types, to build etcd-client
 #   postgresql                 the PostgreSQL backend's tests (initdb, postgres)
 #   zookeeper, default-jdk-headless
-#                              the ZooKeeper backend's tests (the server runs on java)
+#                              the ZooKeeper backend's tests (the server runs on java;
+#                              its libnetty-java serves TLS for the zks:// tests)
 #   libcurator-recipes-java    Curator's InterProcessMutex, for the interoperability test (javac)
 #   faketime                   clock skew in the chaos harness (libfaketime)
 set -euo pipefail
@@ -16,7 +17,7 @@ set -euo pipefail
 packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev
   postgresql zookeeper default-jdk-headless libcurator-recipes-java faketime)
 commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc java javac faketime)
-files=(/usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar
+files=(/usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar /usr/share/java/netty-handler.jar
   /usr/share/java/curator-recipes.jar /usr/share/java/slf4j-simple.jar)
 
 missing=()

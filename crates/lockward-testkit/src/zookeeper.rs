@@ -15,10 +15,24 @@ use crate::{free_port, require_binary, ServerProcess};
 const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 /// Logging for the server (SLF4J to stderr, warnings only).
 const SLF4J_JAR: &str = "/usr/share/java/slf4j-simple.jar";
+/// Netty, for a server that speaks TLS (Debian's `libnetty-java`, which
+/// `zookeeper` depends on).
+const NETTY_JARS: [&str; 8] = [
+    "/usr/share/java/netty-buffer.jar",
+    "/usr/share/java/netty-codec.jar",
+    "/usr/share/java/netty-common.jar",
+    "/usr/share/java/netty-handler.jar",
+    "/usr/share/java/netty-resolver.jar",
+    "/usr/share/java/netty-transport.jar",
+    "/usr/share/java/netty-transport-native-epoll.jar",
+    "/usr/share/java/netty-transport-native-unix-common.jar",
+];
 
 /// One node's ports and process.
 struct Node {
     client_port: u16,
+    /// The TLS port (`secureClientPort`), when the server speaks TLS.
+    secure_port: Option<u16>,
     quorum_port: u16,
     election_port: u16,
     process: Option<ServerProcess>,
@@ -48,11 +62,22 @@ impl ZookeeperEnsemble {
         ZookeeperEnsemble::start_with(1, max_session)
     }
 
+    /// A standalone server that also speaks TLS, on its `secureClientPort`
+    /// (Netty, with a throwaway CA and a certificate for 127.0.0.1): see
+    /// [`tls_url`](Self::tls_url).
+    pub fn start_single_tls() -> ZookeeperEnsemble {
+        ZookeeperEnsemble::start_with_tls(1, std::time::Duration::from_secs(60), true)
+    }
+
     fn start(n: usize) -> ZookeeperEnsemble {
         ZookeeperEnsemble::start_with(n, std::time::Duration::from_secs(60))
     }
 
     fn start_with(n: usize, max_session: std::time::Duration) -> ZookeeperEnsemble {
+        ZookeeperEnsemble::start_with_tls(n, max_session, false)
+    }
+
+    fn start_with_tls(n: usize, max_session: std::time::Duration, tls: bool) -> ZookeeperEnsemble {
         require_binary("java");
         assert!(
             std::path::Path::new(ZOOKEEPER_JAR).is_file(),
@@ -60,9 +85,17 @@ impl ZookeeperEnsemble {
             crate::INSTALL_SCRIPT
         );
         let dir = tempfile::tempdir().expect("temp dir for ZooKeeper");
+        if tls {
+            crate::certs::make_certificates(dir.path());
+            let key = std::fs::read_to_string(dir.path().join("server.key")).expect("server.key");
+            let cert = std::fs::read_to_string(dir.path().join("server.pem")).expect("server.pem");
+            std::fs::write(dir.path().join("keystore.pem"), format!("{key}{cert}"))
+                .expect("keystore");
+        }
         let nodes = (0..n)
             .map(|_| Node {
                 client_port: free_port(),
+                secure_port: tls.then(free_port),
                 quorum_port: free_port(),
                 election_port: free_port(),
                 process: None,
@@ -107,6 +140,21 @@ impl ZookeeperEnsemble {
             node.client_port,
             self.max_session.as_millis()
         );
+        if let Some(secure) = node.secure_port {
+            let certs = self.dir.path();
+            cfg.push_str(&format!(
+                "secureClientPort={secure}\n\
+                 secureClientPortAddress=127.0.0.1\n\
+                 serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+                 ssl.keyStore.location={}\n\
+                 ssl.keyStore.type=PEM\n\
+                 ssl.trustStore.location={}\n\
+                 ssl.trustStore.type=PEM\n\
+                 ssl.clientAuth=none\n",
+                certs.join("keystore.pem").display(),
+                certs.join("ca.pem").display()
+            ));
+        }
         if self.nodes.len() > 1 {
             std::fs::write(dir.join("data/myid"), format!("{}\n", i + 1)).expect("myid");
             for (j, n) in self.nodes.iter().enumerate() {
@@ -131,7 +179,10 @@ impl ZookeeperEnsemble {
             // Empty container nodes are removed within a second.
             .arg("-Dznode.container.checkIntervalMs=1000")
             .arg("-cp")
-            .arg(format!("{ZOOKEEPER_JAR}:{SLF4J_JAR}"))
+            .arg(format!(
+                "{ZOOKEEPER_JAR}:{SLF4J_JAR}:{}",
+                NETTY_JARS.join(":")
+            ))
             .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
             .arg(dir.join("zoo.cfg"));
         let log = dir.join("server.log");
@@ -153,6 +204,27 @@ impl ZookeeperEnsemble {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+    }
+
+    /// `zks://127.0.0.1:SECURE_PORT?ca=…` for lockward, on a server started
+    /// with [`start_single_tls`](Self::start_single_tls).
+    pub fn tls_url(&self) -> String {
+        let ports: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                format!(
+                    "127.0.0.1:{}",
+                    n.secure_port.expect("a server started with TLS")
+                )
+            })
+            .collect();
+        format!("zks://{}?ca={}", ports.join(","), self.ca_path().display())
+    }
+
+    /// The CA that signed a TLS server's certificate.
+    pub fn ca_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("ca.pem")
     }
 
     /// `zk://h1,h2,…` for lockward.

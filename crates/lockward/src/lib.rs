@@ -21,7 +21,8 @@
 //! Backends, each behind a cargo feature: `memory://` (always),
 //! `sqlite://PATH` (`sqlite`, the embedded default), `redis://`,
 //! `redis+cluster://` and `redlock://` (`redis`; TLS: `redis-tls`),
-//! `etcd://` (`etcd`; TLS: `etcd-tls`), `zk://` (`zookeeper`),
+//! `etcd://` (`etcd`; TLS: `etcd-tls`), `zk://` (`zookeeper`; TLS:
+//! `zookeeper-tls`),
 //! `postgres://` in lease or advisory mode (`postgres`; TLS:
 //! `postgres-tls`). See [`StoreUrl`] for the URL forms and
 //! [`backend::Capabilities`] for what each backend guarantees. Each backend

@@ -11,7 +11,7 @@
 //! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]`, `rediss+cluster://` | a Redis Cluster |
 //! | `redlock://[user:pass@]h1:port,h2:port,h3:port[?prefix=…]` | N independent Redis masters |
 //! | `etcd://[user:pass@]h1:2379,h2:2379[?prefix=…]`, `etcds://…?ca=PATH` | an etcd v3 cluster |
-//! | `zk://[user:pass@]h1:2181,h2:2181[/chroot][?session_timeout=30s]` | a ZooKeeper ensemble |
+//! | `zk://[user:pass@]h1:2181,h2:2181[/chroot][?session_timeout=30s]`, `zks://…?ca=PATH` | a ZooKeeper ensemble |
 //! | `postgres://user[:pass]@host:port/db[?table=…&mode=lease\|advisory]` | PostgreSQL |
 //!
 //! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
@@ -44,6 +44,7 @@ const SCHEMES: &[&str] = &[
     "etcd",
     "etcds",
     "zk",
+    "zks",
     "postgres",
     "postgresql",
 ];
@@ -152,7 +153,7 @@ impl StoreUrl {
             }
             "redlock" => RedlockUrl::parse(&parts).map(StoreUrl::Redlock),
             "etcd" | "etcds" => EtcdUrl::parse(&parts).map(StoreUrl::Etcd),
-            "zk" => ZookeeperUrl::parse(&parts).map(StoreUrl::Zookeeper),
+            "zk" | "zks" => ZookeeperUrl::parse(&parts).map(StoreUrl::Zookeeper),
             "postgres" | "postgresql" => PostgresUrl::parse(&parts).map(StoreUrl::Postgres),
             other => Err(url_error(format!(
                 "unknown scheme {other:?}; expected one of {}",
@@ -170,6 +171,7 @@ impl StoreUrl {
             StoreUrl::Redlock(_) => "redlock",
             StoreUrl::Etcd(e) if e.tls => "etcds",
             StoreUrl::Etcd(_) => "etcd",
+            StoreUrl::Zookeeper(z) if z.tls => "zks",
             StoreUrl::Zookeeper(_) => "zk",
             StoreUrl::Postgres(_) => "postgres",
         }
@@ -209,7 +211,12 @@ pub(crate) fn write_auth(
 /// cannot be read is a configuration error of the URL, not an unreachable
 /// store.
 #[cfg_attr(
-    not(any(feature = "redis-tls", feature = "etcd-tls", feature = "postgres-tls")),
+    not(any(
+        feature = "redis-tls",
+        feature = "etcd-tls",
+        feature = "postgres-tls",
+        feature = "zookeeper-tls"
+    )),
     allow(dead_code)
 )]
 pub(crate) fn read_file(what: &str, path: &std::path::Path) -> Result<Vec<u8>> {

@@ -231,3 +231,28 @@ fn no_error_quotes_the_user_information() {
         }
     }
 }
+
+#[test]
+fn zookeeper_over_tls() {
+    let url =
+        StoreUrl::parse("zks://app:pw@a:2182/svc?ca=/x/ca.pem&cert=/x/c.pem&key=/x/k.pem").unwrap();
+    let StoreUrl::Zookeeper(z) = &url else {
+        panic!("{url:?}")
+    };
+    assert!(z.tls);
+    assert_eq!(z.ca.as_deref(), Some(std::path::Path::new("/x/ca.pem")));
+    assert_eq!(z.tls_files().len(), 3);
+    assert_eq!(url.scheme(), "zks");
+    assert_eq!(
+        url.to_string(),
+        "zks://app:***@a:2182/svc?ca=/x/ca.pem&cert=/x/c.pem&key=/x/k.pem"
+    );
+    assert!(
+        StoreUrl::parse("zk://a?ca=/x/ca.pem").is_err(),
+        "ca= needs zks://"
+    );
+    assert!(
+        StoreUrl::parse("zks://a?cert=/c").is_err(),
+        "cert without key"
+    );
+}

@@ -26,6 +26,15 @@ pub(crate) async fn four_letter(host: &str, port: u16, command: &str) -> String 
 }
 
 pub(crate) async fn check(url: &ZookeeperUrl) -> Vec<Finding> {
+    if url.tls {
+        // Four-letter words are plain text; a TLS-only server does not
+        // answer them on its secure port.
+        return vec![Finding::new(
+            Level::Ok,
+            "tls",
+            "the session is encrypted; node modes are not read over TLS (four-letter words are plain text)",
+        )];
+    }
     let mut out = Vec::new();
     let mut serving = 0;
     let mut leaders = 0;

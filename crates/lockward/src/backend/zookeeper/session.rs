@@ -97,17 +97,26 @@ async fn open(url: &ZookeeperUrl, address: &str, epoch: &Arc<AtomicU64>) -> Resu
         let credentials = format!("{user}:{}", password.expose());
         connector = connector.with_auth("digest", credentials.as_bytes());
     }
-    let client =
-        match tokio::time::timeout(CONNECT_TIMEOUT, connector.connect(&hosts.join(","))).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(e)) => return Err(unavailable(address, &e)),
-            Err(_) => {
-                return Err(Error::Unavailable {
-                    address: address.to_string(),
-                    message: format!("no session within {CONNECT_TIMEOUT:?}"),
-                })
-            }
-        };
+    let hosts = hosts.join(",");
+    let connecting = async {
+        if url.tls {
+            tls::connect(connector, url, &hosts).await
+        } else {
+            Ok(connector.connect(&hosts).await)
+        }
+    };
+    let client = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+        Ok(connected) => match connected? {
+            Ok(client) => client,
+            Err(e) => return Err(unavailable(address, &e)),
+        },
+        Err(_) => {
+            return Err(Error::Unavailable {
+                address: address.to_string(),
+                message: format!("no session within {CONNECT_TIMEOUT:?}"),
+            })
+        }
+    };
     epoch.fetch_add(1, Ordering::SeqCst);
     let mut states = client.state_watcher();
     let epoch = epoch.clone();
@@ -147,5 +156,63 @@ pub fn acls(url: &ZookeeperUrl) -> zookeeper_client::Acls<'static> {
         zookeeper_client::Acls::creator_all()
     } else {
         zookeeper_client::Acls::anyone_all()
+    }
+}
+
+/// TLS to the ensemble (`zks://`).
+mod tls {
+    use zookeeper_client::{Client, Connector};
+
+    use crate::error::Result;
+    use crate::url::ZookeeperUrl;
+
+    /// Connects over TLS with the URL's roots and client certificate; a
+    /// file that cannot be read is the URL's fault.
+    #[cfg(feature = "zookeeper-tls")]
+    pub async fn connect(
+        mut connector: Connector,
+        url: &ZookeeperUrl,
+        hosts: &str,
+    ) -> Result<std::result::Result<Client, zookeeper_client::Error>> {
+        // rustls needs one process-wide crypto provider; a second install
+        // (by us or by the application) is refused harmlessly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let text = |what: &str, path: &std::path::Path| -> Result<String> {
+            String::from_utf8(crate::url::read_file(what, path)?).map_err(|_| {
+                crate::url::url_error(format!(
+                    "the {what} file {} is not PEM text",
+                    path.display()
+                ))
+            })
+        };
+        let mut options = zookeeper_client::TlsOptions::new();
+        if let Some(ca) = &url.ca {
+            options = options
+                .with_pem_ca(&text("CA", ca)?)
+                .map_err(|e| crate::url::url_error(format!("the CA file {}: {e}", ca.display())))?;
+        }
+        if let Some((cert, key)) = &url.client_cert {
+            options = options
+                .with_pem_identity(
+                    &text("client certificate", cert)?,
+                    &text("client key", key)?,
+                )
+                .map_err(|e| crate::url::url_error(format!("the client certificate: {e}")))?;
+        }
+        connector = connector.with_tls(options);
+        Ok(connector.secure_connect(hosts).await)
+    }
+
+    /// Without the `zookeeper-tls` feature, `zks://` is refused clearly.
+    #[cfg(not(feature = "zookeeper-tls"))]
+    pub async fn connect(
+        _connector: Connector,
+        _url: &ZookeeperUrl,
+        _hosts: &str,
+    ) -> Result<std::result::Result<Client, zookeeper_client::Error>> {
+        Err(crate::error::Error::Unsupported {
+            scheme: "zks".into(),
+            why: "TLS to ZooKeeper needs lockward's `zookeeper-tls` cargo feature".into(),
+        })
     }
 }

@@ -1,7 +1,8 @@
-//! The `zk://` URL form: the ensemble, the chroot, digest credentials and
-//! the session timeout to ask for.
+//! The `zk://` and `zks://` (TLS) URL forms: the ensemble, the chroot,
+//! digest credentials, the session timeout to ask for, and TLS files.
 
 use std::fmt;
+use std::path::PathBuf;
 
 use crate::error::Result;
 use crate::url::{percent_decode, url_error, write_auth, Endpoint, Parts, Secret};
@@ -11,7 +12,7 @@ use crate::url::{percent_decode, url_error, write_auth, Endpoint, Parts, Secret}
 /// default options fits in its session.
 pub const DEFAULT_SESSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The parts of a `zk://` URL.
+/// The parts of a `zk://` or `zks://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZookeeperUrl {
     /// The ensemble's client endpoints.
@@ -27,12 +28,42 @@ pub struct ZookeeperUrl {
     /// grant a shorter one, within its `minSessionTimeout..maxSessionTimeout`.
     /// A lock's TTL cannot exceed the granted timeout.
     pub session_timeout: std::time::Duration,
+    /// `zks://`: connect with TLS (the server's `secureClientPort`).
+    pub tls: bool,
+    /// TLS only: PEM file of trusted roots (`ca=`); the well-known roots
+    /// otherwise.
+    pub ca: Option<PathBuf>,
+    /// TLS only: client certificate and key PEM files (`cert=`, `key=`).
+    pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl ZookeeperUrl {
-    /// Takes a `zk` URL apart.
+    /// The TLS files the URL names, with what each is.
+    pub fn tls_files(&self) -> Vec<(&'static str, &std::path::Path)> {
+        let mut files = Vec::new();
+        if let Some(ca) = &self.ca {
+            files.push(("CA", ca.as_path()));
+        }
+        if let Some((cert, key)) = &self.client_cert {
+            files.push(("client certificate", cert.as_path()));
+            files.push(("client key", key.as_path()));
+        }
+        files
+    }
+
+    /// Takes a `zk` or `zks` URL apart.
     pub(crate) fn parse(parts: &Parts) -> Result<Self> {
-        parts.expect_nothing_but(&["session_timeout"])?;
+        let tls = parts.scheme == "zks";
+        if tls {
+            parts.expect_nothing_but(&["session_timeout", "ca", "cert", "key"])?;
+        } else {
+            parts.expect_nothing_but(&["session_timeout"])?;
+        }
+        let client_cert = match (parts.param("cert"), parts.param("key")) {
+            (Some(c), Some(k)) => Some((PathBuf::from(c), PathBuf::from(k))),
+            (None, None) => None,
+            _ => return Err(url_error("cert= and key= go together")),
+        };
         if parts.user.is_some() != parts.password.is_some() {
             return Err(url_error(
                 "ZooKeeper digest authentication needs both a user and a password",
@@ -69,6 +100,9 @@ impl ZookeeperUrl {
             user: parts.user.clone(),
             password: parts.password.clone(),
             session_timeout,
+            tls,
+            ca: parts.param("ca").map(PathBuf::from),
+            client_cert,
         })
     }
 }
@@ -77,15 +111,28 @@ impl ZookeeperUrl {
 impl fmt::Display for ZookeeperUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let z = self;
-        f.write_str("zk://")?;
+        f.write_str(if z.tls { "zks://" } else { "zk://" })?;
         write_auth(f, &z.user, &z.password)?;
         let hosts: Vec<String> = z.endpoints.iter().map(Endpoint::to_string).collect();
         write!(f, "{}", hosts.join(","))?;
         if z.chroot != "/" {
             f.write_str(&z.chroot)?;
         }
+        let mut params = Vec::new();
         if z.session_timeout != DEFAULT_SESSION_TIMEOUT {
-            write!(f, "?session_timeout={}ms", z.session_timeout.as_millis())?;
+            params.push(format!(
+                "session_timeout={}ms",
+                z.session_timeout.as_millis()
+            ));
+        }
+        if let Some(ca) = &z.ca {
+            params.push(format!("ca={}", ca.display()));
+        }
+        if let Some((cert, key)) = &z.client_cert {
+            params.push(format!("cert={}&key={}", cert.display(), key.display()));
+        }
+        if !params.is_empty() {
+            write!(f, "?{}", params.join("&"))?;
         }
         Ok(())
     }
