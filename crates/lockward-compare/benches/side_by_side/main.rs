@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use contender::{Contender, Kind};
-use lockward_bench::{floor, Latencies};
 use lockward::StoreUrl;
+use lockward_bench::{floor, Latencies};
 use lockward_testkit::{PostgresServer, RedisMasters, RedisOptions, RedisServer};
 
 const ROUNDS: usize = 3;
