@@ -142,3 +142,32 @@ async fn foreign_keys_are_reported_on_every_master() {
         assert_eq!(m.cli(&["GET", "lockward:forever"]), "x");
     }
 }
+
+/// A versioned write takes a write lock of its own, in a key space no user
+/// lock reaches: a user lock named like it does not block the write, and
+/// `list` never shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versioned_writes_stay_out_of_the_lock_namespace() {
+    let masters = RedisMasters::start(3, RedisOptions::default());
+    let store = Store::open(&masters.url()).await.unwrap();
+    let user = store
+        .try_acquire("versioned/stock", &opts(5_000))
+        .await
+        .unwrap();
+    let version = store
+        .write_versioned("stock", 0, "5", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(version.is_some(), "a user lock blocked the versioned write");
+    let held: Vec<String> = store
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.name)
+        .collect();
+    assert_eq!(held, vec!["versioned/stock".to_string()], "{held:?}");
+    user.release().await.unwrap();
+    let v = store.read_versioned("stock").await.unwrap().unwrap();
+    assert_eq!((v.value.as_str(), Some(v.version)), ("5", version));
+}
