@@ -347,7 +347,13 @@ impl Keeper {
     ) -> std::io::Result<Keeper> {
         let (to_keeper_read, to_keeper) = pipe()?;
         let (from_keeper, from_keeper_write) = pipe()?;
-        let exe = std::env::current_exe()?;
+        // /proc/self/exe still runs this binary after a deploy replaced or
+        // deleted its file (a long-lived `elect` starts keepers later on).
+        let exe = if cfg!(target_os = "linux") {
+            std::path::PathBuf::from("/proc/self/exe")
+        } else {
+            std::env::current_exe()?
+        };
         let mut cmd = tokio::process::Command::new(exe);
         cmd.arg("keeper")
             .arg("--from")
