@@ -115,7 +115,7 @@ pub fn keep(args: KeeperArgs) -> u8 {
     let cmd_pid = child.id() as libc::pid_t;
     // Reaped below with waitpid, with every other descendant.
     std::mem::forget(child);
-    let messages = read_messages(from);
+    let (messages, reaped) = read_messages(from);
     let mut tree = Tree {
         cmd_pid,
         cmd_status: None,
@@ -125,7 +125,7 @@ pub fn keep(args: KeeperArgs) -> u8 {
         cleaning: false,
         kill_at: None,
     };
-    let status = tree.watch(&messages);
+    let status = tree.watch(&messages, &reaped);
     let _ = writeln!(to, "exited {} {}", status, u8::from(tree.stopped));
     0
 }
@@ -133,15 +133,35 @@ pub fn keep(args: KeeperArgs) -> u8 {
 /// What lockward said, or that it is gone.
 enum Message {
     Deadline(Duration),
+    /// A child of the keeper can be reaped.
+    Child,
     Signal(libc::c_int),
     Stop,
     Gone,
 }
 
-/// Reads lockward's messages on a thread of their own; `Gone` when its end
-/// of the pipe closes (lockward exited or died).
-fn read_messages(from: File) -> std::sync::mpsc::Receiver<Message> {
+/// Reads lockward's messages on a thread of their own (`Gone` when its end
+/// of the pipe closes: lockward exited or died), and says `Child` whenever
+/// a child can be reaped; the keeper answers each `Child` on the returned
+/// sender once it has reaped.
+fn read_messages(
+    from: File,
+) -> (
+    std::sync::mpsc::Receiver<Message>,
+    std::sync::mpsc::Sender<()>,
+) {
     let (tx, rx) = std::sync::mpsc::channel();
+    let (reaped, wait_reaped) = std::sync::mpsc::channel::<()>();
+    let children = tx.clone();
+    std::thread::spawn(move || loop {
+        // SAFETY: waitid only fills `info`; WNOWAIT leaves the child to be
+        // reaped by the keeper's main thread.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if children.send(Message::Child).is_err() || wait_reaped.recv().is_err() {
+            return;
+        }
+    });
     std::thread::spawn(move || {
         for line in BufReader::new(from).lines() {
             let Ok(line) = line else { break };
@@ -161,7 +181,7 @@ fn read_messages(from: File) -> std::sync::mpsc::Receiver<Message> {
         }
         let _ = tx.send(Message::Gone);
     });
-    rx
+    (rx, reaped)
 }
 
 /// CMD's tree and when it must end.
@@ -179,15 +199,23 @@ struct Tree {
     kill_at: Option<Instant>,
 }
 
-/// How often the keeper looks at its children and the clock.
-const TICK: Duration = Duration::from_millis(5);
+/// The longest the keeper sleeps without looking at the clock.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
 
 impl Tree {
     /// Watches until CMD has exited and its tree is gone; CMD's status as
     /// lockward passes it on.
-    fn watch(&mut self, messages: &std::sync::mpsc::Receiver<Message>) -> u8 {
+    fn watch(
+        &mut self,
+        messages: &std::sync::mpsc::Receiver<Message>,
+        reaped: &std::sync::mpsc::Sender<()>,
+    ) -> u8 {
+        let mut child_waiting = false;
         loop {
             let children_left = self.reap();
+            if std::mem::take(&mut child_waiting) {
+                let _ = reaped.send(());
+            }
             if let Some(code) = self.cmd_status {
                 if !children_left {
                     return code;
@@ -209,7 +237,22 @@ impl Tree {
                 self.kill_all();
                 return self.cmd_status.unwrap_or(crate::exit::LOST);
             }
-            match messages.recv_timeout(TICK) {
+            // Asleep until a message, a child to reap, or the next moment
+            // the clock matters.
+            let next = [
+                (!self.stopped)
+                    .then(|| self.deadline.checked_sub(self.grace))
+                    .flatten(),
+                self.kill_at,
+                Some(self.deadline),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now);
+            let sleep = next.saturating_duration_since(now).min(MAX_SLEEP);
+            match messages.recv_timeout(sleep) {
+                Ok(Message::Child) => child_waiting = true,
                 Ok(Message::Deadline(left)) => self.deadline = Instant::now() + left,
                 Ok(Message::Signal(sig)) => {
                     // SAFETY: plain syscall; ESRCH once the group is gone.
@@ -355,7 +398,8 @@ impl Keeper {
             std::env::current_exe()?
         };
         let mut cmd = tokio::process::Command::new(exe);
-        cmd.arg("keeper")
+        cmd.arg0("lockward")
+            .arg("keeper")
             .arg("--from")
             .arg(to_keeper_read.as_raw_fd().to_string())
             .arg("--to")
