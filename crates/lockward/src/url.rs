@@ -132,7 +132,7 @@ impl StoreUrl {
     /// Parses a store URL. Errors say which part was wrong and never repeat
     /// a password.
     pub fn parse(text: &str) -> Result<Self> {
-        StoreUrl::parse_parts(text).map_err(|e| without_userinfo(e, text))
+        StoreUrl::parse_parts(text).map_err(|e| redact::without_userinfo(e, text))
     }
 
     fn parse_parts(text: &str) -> Result<Self> {
@@ -205,27 +205,6 @@ pub(crate) fn write_auth(
         (None, Some(p)) => write!(f, ":{p}@"),
         (None, None) => Ok(()),
     }
-}
-
-/// Reads a file a URL names (a CA, a client certificate or key): one that
-/// cannot be read is a configuration error of the URL, not an unreachable
-/// store.
-#[cfg_attr(
-    not(any(
-        feature = "redis-tls",
-        feature = "etcd-tls",
-        feature = "postgres-tls",
-        feature = "zookeeper-tls"
-    )),
-    allow(dead_code)
-)]
-pub(crate) fn read_file(what: &str, path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
-        url_error(format!(
-            "cannot read the {what} file {}: {e}",
-            path.display()
-        ))
-    })
 }
 
 pub(crate) fn url_error(why: impl Into<String>) -> Error {
@@ -314,6 +293,15 @@ impl Parts {
 
     pub(crate) fn rest_is_empty(&self) -> bool {
         self.raw_rest.is_empty()
+    }
+
+    /// `cert=` and `key=`, which go together.
+    pub(crate) fn client_cert(&self) -> Result<Option<(PathBuf, PathBuf)>> {
+        match (self.param("cert"), self.param("key")) {
+            (Some(c), Some(k)) => Ok(Some((PathBuf::from(c), PathBuf::from(k)))),
+            (None, None) => Ok(None),
+            _ => Err(url_error("cert= and key= go together")),
+        }
     }
 
     pub(crate) fn param(&self, key: &str) -> Option<&str> {
@@ -429,37 +417,6 @@ fn is_host_name(host: &str) -> bool {
         })
 }
 
-/// `error` with every trace of the user information of `text` (what stands
-/// between `://` and the last `@`, when it holds a password) replaced by
-/// `***`: whatever part of the
-/// URL an error quotes, it never quotes a password.
-fn without_userinfo(error: Error, text: &str) -> Error {
-    let Error::InvalidArgument { what, why } = error else {
-        return error;
-    };
-    let Some((_, rest)) = text.split_once("://") else {
-        return Error::InvalidArgument { what, why };
-    };
-    let rest = rest.split_once('?').map_or(rest, |(body, _)| body);
-    let Some(at) = rest.rfind('@') else {
-        return Error::InvalidArgument { what, why };
-    };
-    let userinfo = &rest[..at];
-    // Only a password is secret; a user name alone is quoted as it is.
-    let Some((_, password)) = userinfo.split_once(':') else {
-        return Error::InvalidArgument { what, why };
-    };
-    let mut why = why.replace(userinfo, "***");
-    // Pieces of it too, in case an error quotes a host or path cut from it.
-    for piece in password
-        .split([':', '/', '@', ','])
-        .filter(|p| p.len() >= 3)
-    {
-        why = why.replace(piece, "***");
-    }
-    Error::InvalidArgument { what, why }
-}
-
 pub(crate) fn percent_decode(text: &str) -> Result<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -480,6 +437,13 @@ pub(crate) fn percent_decode(text: &str) -> Result<String> {
     }
     String::from_utf8(out).map_err(|_| url_error("percent-encoding decodes to invalid UTF-8"))
 }
+
+mod redact;
+mod tls;
+
+// A build without TLS backends reads no TLS files.
+#[allow(unused_imports)]
+pub(crate) use tls::{read_file, tls_files};
 
 #[cfg(test)]
 mod tests;

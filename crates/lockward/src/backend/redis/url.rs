@@ -46,11 +46,7 @@ impl RedisUrl {
         } else {
             parts.expect_nothing_but(&["prefix"])?;
         }
-        let client_cert = match (parts.param("cert"), parts.param("key")) {
-            (Some(c), Some(k)) => Some((PathBuf::from(c), PathBuf::from(k))),
-            (None, None) => None,
-            _ => return Err(url_error("cert= and key= go together")),
-        };
+        let client_cert = parts.client_cert()?;
         let endpoints = if cluster {
             parts.endpoints(6379)?
         } else {
@@ -82,15 +78,7 @@ impl RedisUrl {
 
     /// The TLS files the URL names, with what each is.
     pub fn tls_files(&self) -> Vec<(&'static str, &std::path::Path)> {
-        let mut files = Vec::new();
-        if let Some(ca) = &self.ca {
-            files.push(("CA", ca.as_path()));
-        }
-        if let Some((cert, key)) = &self.client_cert {
-            files.push(("client certificate", cert.as_path()));
-            files.push(("client key", key.as_path()));
-        }
-        files
+        crate::url::tls_files(&self.ca, &self.client_cert)
     }
 
     /// The URL's scheme.

@@ -40,15 +40,7 @@ pub struct ZookeeperUrl {
 impl ZookeeperUrl {
     /// The TLS files the URL names, with what each is.
     pub fn tls_files(&self) -> Vec<(&'static str, &std::path::Path)> {
-        let mut files = Vec::new();
-        if let Some(ca) = &self.ca {
-            files.push(("CA", ca.as_path()));
-        }
-        if let Some((cert, key)) = &self.client_cert {
-            files.push(("client certificate", cert.as_path()));
-            files.push(("client key", key.as_path()));
-        }
-        files
+        crate::url::tls_files(&self.ca, &self.client_cert)
     }
 
     /// Takes a `zk` or `zks` URL apart.
@@ -59,11 +51,7 @@ impl ZookeeperUrl {
         } else {
             parts.expect_nothing_but(&["session_timeout"])?;
         }
-        let client_cert = match (parts.param("cert"), parts.param("key")) {
-            (Some(c), Some(k)) => Some((PathBuf::from(c), PathBuf::from(k))),
-            (None, None) => None,
-            _ => return Err(url_error("cert= and key= go together")),
-        };
+        let client_cert = parts.client_cert()?;
         if parts.user.is_some() != parts.password.is_some() {
             return Err(url_error(
                 "ZooKeeper digest authentication needs both a user and a password",
