@@ -16,31 +16,8 @@ impl RecordBackend for EtcdBackend {
     /// Each record has a lease of its own, with the record's TTL.
     async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
         let record = keys::record_key(&self.prefix, key.as_str());
-        let lease = self.grant(ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                record.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then([TxnOp::put(
-                record,
-                value,
-                Some(PutOptions::new().with_lease(lease)),
-            )]);
-        let resp = self
-            .call(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await?;
-        if !resp.succeeded() {
-            // Unused: let it go now rather than at its TTL.
-            let _ = self
-                .call(|mut c| async move { c.lease_revoke(lease).await })
-                .await;
-        }
-        Ok(resp.succeeded())
+        let first = Compare::create_revision(record.clone(), CompareOp::Equal, 0);
+        Ok(self.put_if(first, record, value, ttl).await?.is_some())
     }
 
     async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
@@ -124,18 +101,26 @@ impl RecordBackend for EtcdBackend {
         ttl: Duration,
     ) -> Result<Option<u64>> {
         let k = keys::versioned_key(&self.prefix, key.as_str());
+        let unchanged = Compare::mod_revision(k.clone(), CompareOp::Equal, expected as i64);
+        self.put_if(unchanged, k, value, ttl).await
+    }
+}
+
+impl EtcdBackend {
+    /// Puts `value` at `key` with a lease of its own (the record's TTL) if
+    /// `compare` holds: `Some(revision of the write)` then, `None` when it
+    /// did not hold (the unused lease is revoked at once, not left to its
+    /// TTL).
+    async fn put_if(
+        &self,
+        compare: Compare,
+        key: String,
+        value: &str,
+        ttl: Duration,
+    ) -> Result<Option<u64>> {
         let lease = self.grant(ttl).await?;
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                k.clone(),
-                CompareOp::Equal,
-                expected as i64,
-            )])
-            .and_then([TxnOp::put(
-                k,
-                value,
-                Some(PutOptions::new().with_lease(lease)),
-            )]);
+        let put = TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease)));
+        let txn = Txn::new().when([compare]).and_then([put]);
         let resp = self
             .call(|mut c| {
                 let txn = txn.clone();
@@ -148,6 +133,10 @@ impl RecordBackend for EtcdBackend {
                 .await;
             return Ok(None);
         }
-        Ok(resp.header().map(|h| h.revision() as u64))
+        let revision = resp
+            .header()
+            .map(|h| h.revision() as u64)
+            .ok_or_else(|| self.protocol("a transaction reply without a header"))?;
+        Ok(Some(revision))
     }
 }

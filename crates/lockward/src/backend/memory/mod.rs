@@ -144,7 +144,8 @@ impl Drop for QueuePlace<'_> {
     }
 }
 
-/// What MemoryBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+/// What MemoryBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: true,
     pushed_wakeups: true,

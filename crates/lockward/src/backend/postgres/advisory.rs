@@ -143,7 +143,8 @@ impl AdvisoryBackend {
     }
 }
 
-/// What AdvisoryBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+/// What AdvisoryBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: true,
     pushed_wakeups: true,

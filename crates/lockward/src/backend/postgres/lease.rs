@@ -112,7 +112,8 @@ fn info(row: &tokio_postgres::Row) -> LockInfo {
     }
 }
 
-/// What LeaseBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+/// What LeaseBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: false,
     pushed_wakeups: true,

@@ -130,7 +130,8 @@ pub(crate) fn text(v: &Value) -> Option<String> {
     }
 }
 
-/// What RedisBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+/// What RedisBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: false,
     pushed_wakeups: true,

@@ -215,7 +215,8 @@ impl RedlockBackend {
     }
 }
 
-/// What RedlockBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+/// What RedlockBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: false,
     pushed_wakeups: true,

@@ -194,7 +194,8 @@ fn remaining(expires_at: i64, now: i64) -> Duration {
     Duration::from_millis(u64::try_from(expires_at - now).unwrap_or(0))
 }
 
-/// What SqliteBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+/// What SqliteBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: false,
     pushed_wakeups: false,

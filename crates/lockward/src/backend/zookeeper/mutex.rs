@@ -255,7 +255,8 @@ impl ZookeeperBackend {
     }
 }
 
-/// What ZookeeperBackend guarantees, as its [`capabilities`](crate::backend::LockBackend::capabilities) reports: known without a connection, so code and tests can read it up front.
+/// What ZookeeperBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: true,
     pushed_wakeups: true,
