@@ -8,9 +8,12 @@
 
 mod capabilities;
 mod locks;
+mod queued;
 mod records;
 pub mod side;
 mod subscription;
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+pub(crate) mod turns;
 pub mod wait;
 
 pub mod etcd;
@@ -26,6 +29,8 @@ pub use capabilities::Capabilities;
 #[allow(unused_imports)]
 pub(crate) use locks::{inspect_each, owner_checked};
 pub use locks::{Attempt, Grant, LockBackend, Request};
+#[allow(unused_imports)]
+pub(crate) use queued::{acquire_in_line, InLine, Leave};
 pub use records::{RecordBackend, Versioned};
 pub use subscription::{Subscription, Wakeup};
 

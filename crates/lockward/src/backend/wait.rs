@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Attempt, Grant, LockBackend, Request};
+use super::{Attempt, Grant, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
 
 /// First polling interval when the store cannot push notifications.
@@ -59,14 +59,36 @@ pub async fn acquire_by_rechecking<B: LockBackend + ?Sized>(
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
     }
-    let mut subscription = backend.subscribe(req.name).await?;
+    let subscription = backend.subscribe(req.name).await?;
+    recheck_until_granted(req, deadline, subscription, PUSHED_SAFETY_NET, || {
+        backend.try_acquire(req)
+    })
+    .await
+}
+
+/// Calls `attempt` until it grants the lock or `deadline` passes: after
+/// each notification of `subscription`, at the holder's expiry, at least
+/// every `pushed_pause` when notifications are pushed, and by jittered
+/// backoff when they are not. An unreachable store is reported at once on
+/// the first attempt and waited out on later ones.
+pub(crate) async fn recheck_until_granted<'a, F, Fut>(
+    req: &Request<'_>,
+    deadline: Option<Instant>,
+    mut subscription: Subscription,
+    pushed_pause: Duration,
+    mut attempt: F,
+) -> Result<Option<Grant>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Attempt>> + 'a,
+{
     let mut backoff = Backoff::new(POLL_MIN, POLL_MAX);
     let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
     let mut first = true;
     loop {
         subscription.mark_seen();
         let started = Instant::now();
-        let expires_in = match backend.try_acquire(req).await {
+        let expires_in = match attempt().await {
             Ok(Attempt::Granted { fence }) => return Ok(Some(Grant { fence, started })),
             Ok(Attempt::Held { expires_in }) => {
                 outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
@@ -87,7 +109,7 @@ pub async fn acquire_by_rechecking<B: LockBackend + ?Sized>(
             return Ok(None);
         }
         let mut pause = if subscription.is_pushed() {
-            PUSHED_SAFETY_NET
+            pushed_pause
         } else {
             backoff.next_delay()
         };

@@ -2,35 +2,29 @@
 //!
 //! One RESP3 connection per store carries every subscription (opened at the
 //! first wait); it re-subscribes by itself after a reconnect, and in a
-//! cluster follows the slot map. Each channel is
-//! subscribed while at least one local waiter wants it. Every message (and
-//! every disconnection, since releases may have been missed meanwhile)
-//! bumps a counter in a `watch` channel; each waiter holds a receiver, so a
-//! message that arrives between its re-check and its next wait is never
-//! lost.
+//! cluster follows the slot map. Each channel is subscribed while at least
+//! one local waiter wants it. A release publishes the owner next in line
+//! (or nothing when nobody queues); [`Turns`] wakes that waiter only, and
+//! everyone after a disconnection.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use redis::{PushInfo, PushKind, Value};
-use tokio::sync::{watch, OnceCell};
+use tokio::sync::OnceCell;
 
 use super::conn::Conn;
+use crate::backend::turns::{TurnWakeup, Turns};
 use crate::backend::Wakeup;
 use crate::url::RedisUrl;
-
-/// Per channel: how many local waiters want it, and the counter that wakes them.
-type WaiterMap = HashMap<Vec<u8>, (usize, watch::Sender<u64>)>;
-type Waiters = Arc<Mutex<WaiterMap>>;
 
 /// The pub/sub side of a Redis store.
 pub struct Channels {
     url: RedisUrl,
     conn: OnceCell<Conn>,
-    waiters: Waiters,
+    turns: Turns,
     /// Serialises SUBSCRIBE and UNSUBSCRIBE so they reach the server in the
-    /// order their reference counts changed.
+    /// order their registrations changed.
     ops: tokio::sync::Mutex<()>,
 }
 
@@ -39,15 +33,15 @@ impl Channels {
         Arc::new(Channels {
             url,
             conn: OnceCell::new(),
-            waiters: Arc::default(),
+            turns: Turns::default(),
             ops: tokio::sync::Mutex::new(()),
         })
     }
 
     async fn connection(&self) -> redis::RedisResult<Conn> {
-        let waiters = self.waiters.clone();
+        let turns = self.turns.clone();
         let push = move |push: PushInfo| {
-            dispatch(&waiters, push);
+            dispatch(&turns, push);
             Ok::<(), std::convert::Infallible>(())
         };
         self.conn
@@ -56,26 +50,24 @@ impl Channels {
             .cloned()
     }
 
-    /// Subscribes to `channel`; the subscription is active on the server
-    /// when this returns.
-    pub async fn subscribe(self: &Arc<Self>, channel: &str) -> redis::RedisResult<ChannelWakeup> {
-        let key = channel.as_bytes().to_vec();
+    /// Subscribes to `channel`, for the turns of `owner` (its hex id) or,
+    /// with `None`, for every message; the subscription is active on the
+    /// server when this returns.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        channel: &str,
+        owner: Option<&str>,
+    ) -> redis::RedisResult<ChannelWakeup> {
         let _order = self.ops.lock().await;
-        let (receiver, first) = {
-            let mut waiters = lock(&self.waiters);
-            let entry = waiters
-                .entry(key.clone())
-                .or_insert_with(|| (0, watch::channel(0).0));
-            entry.0 += 1;
-            (entry.1.subscribe(), entry.0 == 1)
-        };
+        let (turn, first) = self
+            .turns
+            .register(channel.as_bytes(), owner.map(str::as_bytes));
         let wakeup = ChannelWakeup {
-            receiver,
-            channel: key,
+            turn: Some(turn),
             channels: self.clone(),
         };
         if first {
-            // On failure the wakeup's drop undoes the count.
+            // On failure the wakeup's drop undoes the registration.
             self.connection()
                 .await?
                 .subscribe(channel.as_bytes())
@@ -91,15 +83,7 @@ impl Channels {
         let this = self.clone();
         runtime.spawn(async move {
             let _order = this.ops.lock().await;
-            let idle = {
-                let mut waiters = lock(&this.waiters);
-                let idle = waiters.get(&channel).is_some_and(|(n, _)| *n == 0);
-                if idle {
-                    waiters.remove(&channel);
-                }
-                idle
-            };
-            if idle {
+            if this.turns.forget_if_idle(&channel) {
                 if let Some(conn) = this.conn.get() {
                     let _ = conn.clone().unsubscribe(&channel).await;
                 }
@@ -108,64 +92,53 @@ impl Channels {
     }
 }
 
-fn lock(waiters: &Waiters) -> std::sync::MutexGuard<'_, WaiterMap> {
-    waiters.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn dispatch(waiters: &Waiters, push: PushInfo) {
-    let waiters = lock(waiters);
+fn dispatch(turns: &Turns, push: PushInfo) {
     match push.kind {
         PushKind::Message => {
-            if let Some(Value::BulkString(channel)) = push.data.first() {
-                if let Some((_, tx)) = waiters.get(channel) {
-                    tx.send_modify(|n| *n += 1);
-                }
+            if let [Value::BulkString(channel), payload, ..] = push.data.as_slice() {
+                let next = match payload {
+                    Value::BulkString(next) => next.as_slice(),
+                    _ => b"",
+                };
+                turns.notify(channel, next);
             }
         }
-        PushKind::Disconnection => {
-            for (_, tx) in waiters.values() {
-                tx.send_modify(|n| *n += 1);
-            }
-        }
+        PushKind::Disconnection => turns.notify_everyone(),
         _ => {}
     }
 }
 
 /// One waiter's view of a channel.
 pub struct ChannelWakeup {
-    receiver: watch::Receiver<u64>,
-    channel: Vec<u8>,
+    turn: Option<TurnWakeup>,
     channels: Arc<Channels>,
 }
 
 #[async_trait]
 impl Wakeup for ChannelWakeup {
     async fn changed(&mut self) {
-        if self.receiver.changed().await.is_err() {
-            std::future::pending::<()>().await;
+        match &mut self.turn {
+            Some(turn) => turn.changed().await,
+            None => std::future::pending().await,
         }
     }
 
     fn mark_seen(&mut self) {
-        self.receiver.borrow_and_update();
+        if let Some(turn) = &mut self.turn {
+            turn.mark_seen();
+        }
     }
 }
 
 impl Drop for ChannelWakeup {
     fn drop(&mut self) {
-        let now_idle = {
-            let mut waiters = lock(&self.channels.waiters);
-            match waiters.get_mut(&self.channel) {
-                Some(entry) => {
-                    entry.0 = entry.0.saturating_sub(1);
-                    entry.0 == 0
-                }
-                None => false,
-            }
+        let Some(turn) = self.turn.take() else {
+            return;
         };
-        if now_idle {
-            self.channels
-                .unsubscribe_later(std::mem::take(&mut self.channel));
+        let channel = turn.topic().to_vec();
+        drop(turn);
+        if self.channels.turns.is_idle(&channel) {
+            self.channels.unsubscribe_later(channel);
         }
     }
 }

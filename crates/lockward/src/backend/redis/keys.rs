@@ -6,14 +6,16 @@
 //! | --- | --- | --- |
 //! | `P` + esc(N) | the holder's owner id (32 hex digits) | with the lease (`PX`) |
 //! | `P` + esc(N) + `:fence` | the last fencing token issued for N | never |
-//! | `P` + esc(N) + `:released` | pub/sub channel, published on release | — |
+//! | `P` + esc(N) + `:released` | pub/sub channel: a release publishes the owner next in line | — |
+//! | `P` + esc(N) + `:queue` | the line of waiters: owners by the order they joined (a sorted set) | when the last waiter leaves |
+//! | `P` + esc(N) + `:places` | each waiter's place lease: owners by expiry, server ms (a sorted set) | when the last waiter leaves |
 //! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
 //! | `P` + esc(K) + `:record` | a recipe's record K (the cron ledger) | with the record's TTL |
 //! | `P` + esc(K) + `:versioned` | a versioned record K: a hash of version `v` and data `d` | with the record's TTL |
 //! | `P` + `:w:` + esc(K) (and its `:fence`, …) | Redlock only: the write lock of versioned record K | with the write |
 //!
 //! On a Redis Cluster, esc(N) is wrapped in a hash tag, `P{esc(N)}…`, so
-//! the three keys of a name live in one slot and each script touches one
+//! the keys of a name (its line too) live in one slot and each script touches one
 //! node.
 //!
 //! esc() percent-encodes `%`, `:`, `{`, `}`, `*`, `?`, `[`, `]` and `\`, so an
@@ -41,6 +43,10 @@ pub struct Keys {
     /// The holder's label, beside the lock key (which holds only the owner,
     /// as other clients expect).
     pub holder: String,
+    /// The line of waiters, by the order they joined.
+    pub queue: String,
+    /// The waiters' place leases.
+    pub places: String,
 }
 
 /// Escapes a name (or a name prefix) for use in a key.
@@ -100,6 +106,8 @@ pub fn keys(prefix: &str, name: &Name, cluster: bool) -> Keys {
         fence: format!("{lock}:fence"),
         channel: format!("{lock}:released"),
         holder: format!("{lock}:holder"),
+        queue: format!("{lock}:queue"),
+        places: format!("{lock}:places"),
         lock,
     }
 }

@@ -1,13 +1,15 @@
 //! The Redis store: its connections and the lock seam (acquire, wait, extend, release, inspect, list).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use redis::Value;
 
 use super::{conn, keys};
-use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
+use crate::backend::{
+    Attempt, Capabilities, Grant, InLine, Leave, LockBackend, Request, Subscription,
+};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -133,7 +135,7 @@ pub(crate) fn text(v: &Value) -> Option<String> {
 /// What RedisBackend guarantees, known without a connection (its
 /// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
-    fifo: false,
+    fifo: true,
     pushed_wakeups: true,
     server_detects_loss: false,
     server_clock: true,
@@ -154,61 +156,11 @@ impl LockBackend for RedisBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        let keys = self.keys(req.name);
-        let (reply, _): (Vec<Value>, _) = self
-            .invoke(
-                self.scripts
-                    .acquire
-                    .key(&keys.lock)
-                    .key(&keys.fence)
-                    .key(&keys.holder)
-                    .arg(req.owner.to_string())
-                    .arg(millis(req.ttl))
-                    .arg(req.label.unwrap_or("")),
-            )
-            .await?;
-        let code = reply.first().and_then(int);
-        let detail = reply.get(1);
-        match code {
-            Some(1) => {
-                let fence = detail
-                    .and_then(int)
-                    .and_then(|f| u64::try_from(f).ok())
-                    .filter(|f| *f > 0)
-                    .ok_or_else(|| self.protocol(format!("bad fence in {reply:?}")))?;
-                Ok(Attempt::Granted { fence })
-            }
-            Some(0) => Ok(Attempt::Held {
-                expires_in: detail
-                    .and_then(int)
-                    .and_then(|ms| u64::try_from(ms).ok())
-                    .map(Duration::from_millis),
-            }),
-            Some(-1) => Err(self.protocol(format!(
-                "key {} holds a {} that lockward did not write; it was left untouched",
-                keys.lock,
-                detail.and_then(text).unwrap_or_default()
-            ))),
-            Some(-2) => Err(self.protocol(format!(
-                "key {} holds a value without expiry that lockward did not write; it was left untouched",
-                keys.lock
-            ))),
-            Some(-3) => Err(self.protocol(format!(
-                "fence counter {} is not a number; it was left untouched",
-                keys.fence
-            ))),
-            _ => Err(self.protocol(format!("unexpected acquire reply {reply:?}"))),
-        }
+        self.attempt(req, None).await
     }
 
-    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
-        let keys = self.keys(name);
-        let wakeup = self
-            .channels
-            .subscribe(&keys.channel)
-            .await
-            .map_err(|e| self.unavailable(e))?;
-        Ok(Subscription::pushed(wakeup))
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        crate::backend::acquire_in_line(self, req, deadline).await
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
@@ -235,6 +187,8 @@ impl LockBackend for RedisBackend {
                     .key(&keys.lock)
                     .key(&keys.channel)
                     .key(&keys.holder)
+                    .key(&keys.queue)
+                    .key(&keys.places)
                     .arg(owner.to_string()),
             )
             .await?;
@@ -254,7 +208,8 @@ impl LockBackend for RedisBackend {
                     .inspect
                     .key(&keys.lock)
                     .key(&keys.fence)
-                    .key(&keys.holder),
+                    .key(&keys.holder)
+                    .key(&keys.queue),
             )
             .await?;
         let owner = reply.first().and_then(text);
@@ -274,7 +229,10 @@ impl LockBackend for RedisBackend {
             holder: reply.get(3).and_then(text),
             fence,
             expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
-            waiters: None,
+            waiters: reply
+                .get(4)
+                .and_then(int)
+                .and_then(|n| usize::try_from(n).ok()),
         }))
     }
 
@@ -290,5 +248,109 @@ impl LockBackend for RedisBackend {
             .filter_map(|n| Name::new(n).ok())
             .collect();
         crate::backend::inspect_each(self, names).await
+    }
+}
+
+impl RedisBackend {
+    /// One run of the acquire script; `place` joins the line (or renews the
+    /// caller's place) for that long.
+    async fn attempt(&self, req: &Request<'_>, place: Option<Duration>) -> Result<Attempt> {
+        let keys = self.keys(req.name);
+        let (reply, _): (Vec<Value>, _) = self
+            .invoke(
+                self.scripts
+                    .acquire
+                    .key(&keys.lock)
+                    .key(&keys.fence)
+                    .key(&keys.holder)
+                    .key(&keys.queue)
+                    .key(&keys.places)
+                    .key(&keys.channel)
+                    .arg(req.owner.to_string())
+                    .arg(millis(req.ttl))
+                    .arg(req.label.unwrap_or(""))
+                    .arg(place.map_or(0, millis)),
+            )
+            .await?;
+        acquire_reply(&reply, &keys).map_err(|message| self.protocol(message))
+    }
+}
+
+/// What the acquire script answered (see [`super::scripts::ACQUIRE`]), or
+/// why it is not lockward's.
+pub(crate) fn acquire_reply(
+    reply: &[Value],
+    keys: &keys::Keys,
+) -> std::result::Result<Attempt, String> {
+    let detail = reply.get(1);
+    match reply.first().and_then(int) {
+        Some(1) => {
+            let fence = detail
+                .and_then(int)
+                .and_then(|f| u64::try_from(f).ok())
+                .filter(|f| *f > 0)
+                .ok_or_else(|| format!("bad fence in {reply:?}"))?;
+            Ok(Attempt::Granted { fence })
+        }
+        Some(0) => Ok(Attempt::Held {
+            expires_in: detail
+                .and_then(int)
+                .and_then(|ms| u64::try_from(ms).ok())
+                .map(Duration::from_millis),
+        }),
+        Some(-1) => Err(format!(
+            "key {} holds a {} that lockward did not write; it was left untouched",
+            keys.lock,
+            detail.and_then(text).unwrap_or_default()
+        )),
+        Some(-2) => Err(format!(
+            "key {} holds a value without expiry that lockward did not write; it was left untouched",
+            keys.lock
+        )),
+        Some(-3) => Err(format!(
+            "fence counter {} is not a number; it was left untouched",
+            keys.fence
+        )),
+        Some(-4) => Err(format!(
+            "the line of waiters {} or {} holds values that lockward did not write; they were left untouched",
+            keys.queue, keys.places
+        )),
+        _ => Err(format!("unexpected acquire reply {reply:?}")),
+    }
+}
+
+#[async_trait]
+impl InLine for RedisBackend {
+    async fn try_in_line(
+        &self,
+        req: &Request<'_>,
+        place: Duration,
+        _ticket: u64,
+    ) -> Result<Attempt> {
+        self.attempt(req, Some(place)).await
+    }
+
+    async fn subscribe_turn(&self, name: &Name, owner: OwnerId) -> Result<Subscription> {
+        let keys = self.keys(name);
+        let wakeup = self
+            .channels
+            .subscribe(&keys.channel, Some(&owner.to_string()))
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        Ok(Subscription::pushed(wakeup))
+    }
+
+    fn leave_line(&self, name: &Name, owner: OwnerId) -> Leave {
+        let keys = self.keys(name);
+        let (mut conn, leave) = (self.conn.clone(), self.scripts.leave.clone());
+        Box::pin(async move {
+            let mut call = leave.key(&keys.lock);
+            call.key(&keys.channel)
+                .key(&keys.queue)
+                .key(&keys.places)
+                .arg(owner.to_string());
+            // Best effort: a place left behind lapses with its lease.
+            let _ = call.invoke_async::<i64>(&mut conn).await;
+        })
     }
 }

@@ -1,15 +1,55 @@
 //! The Lua scripts: each is one atomic step on the server. redis-rs sends
 //! them with EVALSHA and falls back to EVAL when the server answers
-//! NOSCRIPT (after a restart or SCRIPT FLUSH).
+//! NOSCRIPT (after a restart or SCRIPT FLUSH). The scripts that read a
+//! name's line of waiters start with [`LINE`].
 
 use redis::Script;
 
-/// KEYS: lock, fence, holder. ARGV: owner, ttl ms, label ('' for none). Idempotent for one owner, so
-/// it is safe to retry when a connection drops before the reply arrives.
-/// Returns `{1, fence}` when granted; `{0, pttl}` when held; `{-1, type}`
-/// when the lock key is not a string; `{-2, 0}` when it is a string without
-/// expiry (not written by a lock client); `{-3, 0}` when the fence counter
-/// is not a number.
+/// The line of waiters of a name, shared by the scripts that read it:
+/// `now_ms` (the server's clock) and `first_in_line(queue, places)`.
+///
+/// The queue is a sorted set of owners by ticket (the order they joined);
+/// `places` holds each owner's place lease (its expiry, server ms). Both
+/// hold the same members and vanish together when the last one leaves.
+/// `first_in_line` drops lapsed places (waiters that died) and returns the
+/// first live owner, `false` when nobody queues, or `nil` when the keys
+/// hold something lockward did not write.
+pub const LINE: &str = r#"
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_us = string.format('%.0f', tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
+local function first_in_line(queue, places)
+  local kq, kp = redis.call('TYPE', queue).ok, redis.call('TYPE', places).ok
+  if (kq ~= 'zset' and kq ~= 'none') or (kp ~= 'zset' and kp ~= 'none') then return nil end
+  if kq == 'none' then return false end
+  local lapsed = redis.call('ZRANGEBYSCORE', places, '-inf', string.format('%.0f', now_ms), 'LIMIT', 0, 64)
+  if #lapsed > 0 then
+    redis.call('ZREM', queue, unpack(lapsed))
+    redis.call('ZREM', places, unpack(lapsed))
+  end
+  return redis.call('ZRANGE', queue, 0, 0)[1] or false
+end
+local function leave_line(queue, places, owner)
+  if redis.call('TYPE', queue).ok == 'zset' then redis.call('ZREM', queue, owner) end
+  if redis.call('TYPE', places).ok == 'zset' then redis.call('ZREM', places, owner) end
+end
+"#;
+
+/// After [`LINE`]. KEYS: lock, fence, holder, queue, places, channel.
+/// ARGV: owner, ttl ms, label ('' for none), place ms ('0': try without
+/// joining the line).
+///
+/// Grants the lock when it is free and nobody queues ahead of the owner;
+/// otherwise, with a place lease, joins the line (or renews the owner's
+/// place). Idempotent for one owner, so it is safe to retry when a
+/// connection drops before the reply arrives. Returns `{1, fence}` when
+/// granted; `{0, ms}` when not, `ms` being when to look again (the
+/// holder's expiry, or the lapse of the first place when the lock is free
+/// but kept for the first in line; -1: at the next turn, for waiters
+/// behind the first); `{-1, type}` when the lock key is not a string;
+/// `{-2, 0}` when it is a string without expiry (not written by a lock
+/// client); `{-3, 0}` when the fence counter is not a number; `{-4, 0}`
+/// when the line's keys are not lockward's.
 ///
 /// The fence is `max(counter + 1, server TIME in µs)`, computed cheaply: the
 /// counter never expires, so while it exists it already exceeds every TIME
@@ -18,40 +58,74 @@ use redis::Script;
 /// lost it) is it seeded from TIME, which then exceeds every token issued
 /// before (fewer than one grant per microsecond) unless the server's clock
 /// went backwards meanwhile. Lua numbers are doubles; microseconds since
-/// 1970 stay below 2^53 for centuries, so the arithmetic is exact. The
-/// uncontended path costs two commands on the server (`SET`, `INCR`).
+/// 1970 stay below 2^53 for centuries, so the arithmetic is exact.
+///
+/// When the lock is free and nobody queues (the uncontended path), this
+/// costs `SET` and `INCR` plus two `TYPE` lookups on the server.
 pub const ACQUIRE: &str = r#"
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local first = first_in_line(KEYS[4], KEYS[5])
+if first == nil then return {-4, 0} end
+if (not first or first == ARGV[1]) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = redis.pcall('INCR', KEYS[2])
   if type(fence) == 'table' then
     redis.call('DEL', KEYS[1])
     return {-3, 0}
   end
   if fence == 1 then
-    local t = redis.call('TIME')
-    fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', KEYS[2], string.format('%.0f', fence))
+    fence = tonumber(now_us)
+    redis.call('SET', KEYS[2], now_us)
   end
+  if first then leave_line(KEYS[4], KEYS[5], ARGV[1]) end
   if ARGV[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) end
   return {1, fence}
 end
 local holder = redis.pcall('GET', KEYS[1])
 if type(holder) == 'table' then return {-1, redis.call('TYPE', KEYS[1]).ok} end
 -- A retry after a lost reply: the lock is already ours.
-if holder == ARGV[1] then return {1, redis.call('GET', KEYS[2])} end
+if holder == ARGV[1] then
+  leave_line(KEYS[4], KEYS[5], ARGV[1])
+  return {1, redis.call('GET', KEYS[2])}
+end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -1 then return {-2, 0} end
+local joined = ARGV[4] ~= '0'
+if joined then
+  redis.call('ZADD', KEYS[4], 'NX', now_us, ARGV[1])
+  redis.call('ZADD', KEYS[5], string.format('%.0f', now_ms + tonumber(ARGV[4])), ARGV[1])
+  first = first or ARGV[1]
+end
+if pttl == -2 then
+  -- Free, but kept for the first in line: remind it, and look again when
+  -- its place would lapse.
+  if first then redis.call('PUBLISH', KEYS[6], first) end
+  return {0, math.max(0, tonumber(redis.call('ZSCORE', KEYS[5], first) or now_ms) - now_ms)}
+end
+if joined and first ~= ARGV[1] then return {0, -1} end
 return {0, pttl}
 "#;
 
-/// KEYS: lock, channel, holder. ARGV: owner. Returns 1 when released, else 0.
+/// After [`LINE`]. KEYS: lock, channel, holder, queue, places. ARGV: owner.
+/// Returns 1 when released, else 0. Publishes the owner first in line (or
+/// '' when nobody queues), which wakes that waiter only.
 pub const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[3])
-  redis.call('PUBLISH', KEYS[2], ARGV[1])
+  redis.call('PUBLISH', KEYS[2], first_in_line(KEYS[4], KEYS[5]) or '')
   return 1
 end
 return 0
+"#;
+
+/// After [`LINE`]. KEYS: lock, channel, queue, places. ARGV: owner.
+/// Takes the owner's place out of the line; when the lock is free, tells
+/// the next in line. Returns 1.
+pub const LEAVE: &str = r#"
+leave_line(KEYS[3], KEYS[4], ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local first = first_in_line(KEYS[3], KEYS[4])
+  if first then redis.call('PUBLISH', KEYS[2], first) end
+end
+return 1
 "#;
 
 /// KEYS: lock, holder. ARGV: owner, ttl ms. Returns 1 when extended, else 0.
@@ -63,11 +137,13 @@ end
 return 0
 "#;
 
-/// KEYS: lock, fence, holder. Returns `{owner or false, pttl, fence or false,
-/// label or false}`.
+/// KEYS: lock, fence, holder, queue. Returns `{owner or false, pttl, fence
+/// or false, label or false, waiters in line}`.
 pub const INSPECT: &str = r#"
-if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return {false, -2, false, false} end
-return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3])}
+if redis.call('TYPE', KEYS[1]).ok ~= 'string' then return {false, -2, false, false, 0} end
+local waiters = 0
+if redis.call('TYPE', KEYS[4]).ok == 'zset' then waiters = redis.call('ZCARD', KEYS[4]) end
+return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]), redis.call('GET', KEYS[3]), waiters}
 "#;
 
 /// The compiled scripts, hashed once per store.
@@ -76,16 +152,18 @@ pub(crate) struct Scripts {
     pub release: Script,
     pub extend: Script,
     pub inspect: Script,
+    pub leave: Script,
     pub write_versioned: Script,
 }
 
 impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
-            acquire: Script::new(ACQUIRE),
-            release: Script::new(RELEASE),
+            acquire: Script::new(&format!("{LINE}{ACQUIRE}")),
+            release: Script::new(&format!("{LINE}{RELEASE}")),
             extend: Script::new(EXTEND),
             inspect: Script::new(INSPECT),
+            leave: Script::new(&format!("{LINE}{LEAVE}")),
             write_versioned: Script::new(WRITE_VERSIONED),
         }
     }

@@ -7,7 +7,25 @@
 //!   request start + TTL − drift, i.e. validity = TTL − elapsed − drift from
 //!   now. On failure, release on every master and retry with jitter.
 //! - **Extend** on every master; kept while a majority accepts.
-//! - **Waiting**: pub/sub on every master, then re-check.
+//! - **Waiting** in line: see below.
+//!
+//! # The line of waiters, and its quorum rule
+//!
+//! Each master keeps a line per name (the Redis backend's layout). A waiter
+//! joins every master's line under one *ticket*, its own clock when it
+//! started waiting (ties broken by owner id), so every master orders the
+//! same waiters alike. A master grants only to the first live place of its
+//! line, or to anyone when nobody queues there; the lock is granted, as
+//! always, when a majority granted. A release publishes the next in line on
+//! every master, which wakes that waiter only.
+//!
+//! Two waiters can never both win: each needs a majority. The first in
+//! line by ticket wins as soon as a majority of masters hold its place
+//! (a master restarted without persistence lost its line; its first may
+//! differ until the waiters renew their places there). Places are leased,
+//! so a killed waiter blocks nobody for longer than its place lease, and a
+//! waiter that gives up leaves every line at once. Clock skew between
+//! waiters' hosts only bends the order, never the exclusion.
 //!
 //! # Why the fences are monotonic
 //!
@@ -37,6 +55,8 @@
 
 #[cfg(feature = "redis")]
 pub(crate) mod doctor;
+#[cfg(feature = "redis")]
+mod line;
 #[cfg(feature = "redis")]
 mod mutex;
 #[cfg(feature = "redis")]

@@ -1,7 +1,7 @@
 //! The Redlock store: N masters, and the lock seam with the quorum fence.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
@@ -11,8 +11,9 @@ use super::scripts;
 use super::wakeup;
 use crate::backend::redis::channels::Channels;
 use crate::backend::redis::conn::Conn;
+use crate::backend::redis::scripts::{self as redis_scripts, LINE};
 use crate::backend::redis::{int, keys, millis, redis_error, text};
-use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
+use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -37,6 +38,7 @@ pub struct RedlockBackend {
     pub(super) release: Script,
     pub(super) extend: Script,
     pub(super) inspect: Script,
+    pub(super) leave: Script,
     pub(super) write_versioned: Script,
 }
 
@@ -67,7 +69,11 @@ impl Drop for Abandoned {
         runtime.spawn(async move {
             for conn in conns {
                 let mut call = release.key(&k.lock);
-                call.key(&k.channel).key(&k.holder).arg(&owner);
+                call.key(&k.channel)
+                    .key(&k.holder)
+                    .key(&k.queue)
+                    .key(&k.places)
+                    .arg(&owner);
                 let _ =
                     tokio::time::timeout(NODE_TIMEOUT, call.invoke_async::<i64>(&mut conn.clone()))
                         .await;
@@ -115,11 +121,12 @@ impl RedlockBackend {
             prefix: url.prefix.clone(),
             masters,
             quorum,
-            grant: Script::new(scripts::GRANT),
-            raise: Script::new(scripts::RAISE),
-            release: Script::new(crate::backend::redis::scripts::RELEASE),
-            extend: Script::new(crate::backend::redis::scripts::EXTEND),
-            inspect: Script::new(crate::backend::redis::scripts::INSPECT),
+            grant: Script::new(&format!("{LINE}{}", scripts::GRANT)),
+            raise: Script::new(&format!("{LINE}{}", scripts::RAISE)),
+            release: Script::new(&format!("{LINE}{}", redis_scripts::RELEASE)),
+            extend: Script::new(redis_scripts::EXTEND),
+            inspect: Script::new(redis_scripts::INSPECT),
+            leave: Script::new(&format!("{LINE}{}", redis_scripts::LEAVE)),
             write_versioned: Script::new(scripts::WRITE_VERSIONED),
         };
         let pings = backend
@@ -218,7 +225,7 @@ impl RedlockBackend {
 /// What RedlockBackend guarantees, known without a connection (its
 /// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
-    fifo: false,
+    fifo: true,
     pushed_wakeups: true,
     server_detects_loss: false,
     server_clock: true,
@@ -239,8 +246,12 @@ impl LockBackend for RedlockBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        self.try_acquire_keys(keys::keys(&self.prefix, req.name, false), req)
+        self.try_acquire_keys(keys::keys(&self.prefix, req.name, false), req, None)
             .await
+    }
+
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        crate::backend::acquire_in_line(self, req, deadline).await
     }
 
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
@@ -248,7 +259,7 @@ impl LockBackend for RedlockBackend {
         let subscribed = join_all(self.masters.iter().map(|m| {
             let channel = k.channel.clone();
             async move {
-                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(&channel))
+                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(&channel, None))
                     .await
                     .ok()
                     .and_then(|r| r.ok())
@@ -314,7 +325,7 @@ impl LockBackend for RedlockBackend {
                 let (script, k) = (&self.inspect, &k);
                 async move {
                     let mut call = script.key(&k.lock);
-                    call.key(&k.fence).key(&k.holder);
+                    call.key(&k.fence).key(&k.holder).key(&k.queue);
                     call.invoke_async::<Vec<Value>>(&mut conn.clone()).await
                 }
             })

@@ -17,17 +17,20 @@ use crate::error::Result;
 
 impl RedlockBackend {
     /// One grant attempt (both rounds) on the keys `k`: a user's lock, or
-    /// a versioned record's write lock.
+    /// a versioned record's write lock. `place` (a lease and the waiter's
+    /// ticket) joins the line on every master, or renews the place.
     pub(super) async fn try_acquire_keys(
         &self,
         k: keys::Keys,
         req: &Request<'_>,
+        place: Option<(Duration, u64)>,
     ) -> Result<Attempt> {
         let started = Instant::now();
         let limit = req.ttl.saturating_sub(drift(req.ttl));
         let timeout = node_timeout(req.ttl);
         let owner = req.owner.to_string();
         let ttl_ms = millis(req.ttl);
+        let (place_ms, ticket) = place.map_or((0, 0), |(lease, ticket)| (millis(lease), ticket));
         // Dropped before it returns (a cancelled wait), this attempt must not
         // leave its keys on the masters until their TTL.
         let mut abandoned = Abandoned {
@@ -46,9 +49,14 @@ impl RedlockBackend {
                     let mut call = script.key(&k.lock);
                     call.key(&k.fence)
                         .key(&k.holder)
+                        .key(&k.queue)
+                        .key(&k.places)
+                        .key(&k.channel)
                         .arg(owner)
                         .arg(ttl_ms)
-                        .arg(label);
+                        .arg(label)
+                        .arg(place_ms)
+                        .arg(ticket);
                     call.invoke_async::<Vec<Value>>(&mut conn.clone()).await
                 }
             })
@@ -77,7 +85,11 @@ impl RedlockBackend {
                 let (script, k, owner, token) = (&self.raise, &k, &owner, &token_text);
                 async move {
                     let mut call = script.key(&k.lock);
-                    call.key(&k.fence).arg(owner).arg(token);
+                    call.key(&k.fence)
+                        .key(&k.queue)
+                        .key(&k.places)
+                        .arg(owner)
+                        .arg(token);
                     tokio::time::timeout(
                         timeout,
                         call.invoke_async::<i64>(&mut master.conn.clone()),
@@ -129,7 +141,11 @@ impl RedlockBackend {
                 let script = &self.release;
                 async move {
                     let mut call = script.key(&k.lock);
-                    call.key(&k.channel).key(&k.holder).arg(owner);
+                    call.key(&k.channel)
+                        .key(&k.holder)
+                        .key(&k.queue)
+                        .key(&k.places)
+                        .arg(owner);
                     call.invoke_async::<i64>(&mut conn.clone()).await
                 }
             })
@@ -169,6 +185,9 @@ impl RedlockBackend {
             ))),
             Some(-3) => Err(self.protocol(format!(
                 "the fence counter of {lock_key} is not a number; it was left untouched"
+            ))),
+            Some(-4) => Err(self.protocol(format!(
+                "the line of waiters of {lock_key} holds values that lockward did not write; they were left untouched"
             ))),
             _ => Err(self.protocol(format!("unexpected reply {reply:?}"))),
         }

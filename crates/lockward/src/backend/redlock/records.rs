@@ -134,7 +134,7 @@ impl RecordBackend for RedlockBackend {
             label: None,
         };
         let lock = keys::write_lock_keys(&self.prefix, key);
-        let fence = match self.try_acquire_keys(lock.clone(), &req).await? {
+        let fence = match self.try_acquire_keys(lock.clone(), &req, None).await? {
             Attempt::Granted { fence } => fence,
             Attempt::Held { .. } => return Ok(None),
         };

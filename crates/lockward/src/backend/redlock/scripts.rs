@@ -1,25 +1,32 @@
 //! The per-master scripts of the two-round Redlock acquisition. Release,
-//! extend and inspect are the Redis backend's (`backend::redis::scripts`).
+//! extend, inspect and leaving the line are the Redis backend's
+//! (`backend::redis::scripts`).
 
-/// Round one. KEYS: lock, fence, holder. ARGV: owner, ttl ms, label ('' for
-/// none).
+/// Round one, after the Redis backend's `LINE`. KEYS: lock, fence, holder,
+/// queue, places, channel. ARGV: owner, ttl ms, label ('' for none), place
+/// ms ('0': try without joining the line), ticket (the waiter's own
+/// clock, µs, the same on every master).
 ///
-/// Takes the lock on this master (`SET NX PX`) and reads this master's
-/// fence as `max(counter, TIME in µs)`, without changing the counter.
-/// Returns `{1, reading}` when granted (also on a retry by the same
-/// owner); `{0, pttl}` when held; `{-1, type}`, `{-2, 0}`, `{-3, 0}` for a
-/// lock key that is not a string, one without expiry, or a counter that is
-/// not a number (as the Redis backend's acquire script).
+/// Takes the lock on this master (`SET NX PX`) when it is free and nobody
+/// queues ahead of the owner, and reads this master's fence as
+/// `max(counter, TIME in µs)`, without changing the counter. With a place
+/// lease, joins this master's line (or renews the place) under the
+/// waiter's ticket, so every master orders its line alike. Returns `{1,
+/// reading}` when granted (also on a retry by the same owner); `{0, ms}`
+/// when not, `ms` being when to look again (-1: at the next turn); `{-1,
+/// type}`, `{-2, 0}`, `{-3, 0}`, `{-4, 0}` for a lock key that is not a
+/// string, one without expiry, a counter that is not a number or a line
+/// that is not lockward's (as the Redis backend's acquire script).
 pub const GRANT: &str = r#"
 local function reading()
   local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
-  local t = redis.call('TIME')
-  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  return string.format('%.0f', math.max(counter, now_us))
+  return string.format('%.0f', math.max(counter, tonumber(now_us)))
 end
 local counter = redis.pcall('GET', KEYS[2])
 if counter and (type(counter) == 'table' or not tonumber(counter)) then return {-3, 0} end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local first = first_in_line(KEYS[4], KEYS[5])
+if first == nil then return {-4, 0} end
+if (not first or first == ARGV[1]) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   if ARGV[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) end
   return {1, reading()}
 end
@@ -28,19 +35,33 @@ if type(holder) == 'table' then return {-1, redis.call('TYPE', KEYS[1]).ok} end
 if holder == ARGV[1] then return {1, reading()} end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -1 then return {-2, 0} end
+local joined = ARGV[4] ~= '0'
+if joined then
+  redis.call('ZADD', KEYS[4], 'NX', ARGV[5], ARGV[1])
+  redis.call('ZADD', KEYS[5], string.format('%.0f', now_ms + tonumber(ARGV[4])), ARGV[1])
+  first = first or ARGV[1]
+end
+if pttl == -2 then
+  if first then redis.call('PUBLISH', KEYS[6], first) end
+  return {0, math.max(0, tonumber(redis.call('ZSCORE', KEYS[5], first) or now_ms) - now_ms)}
+end
+if joined and first ~= ARGV[1] then return {0, -1} end
 return {0, pttl}
 "#;
 
-/// Round two. KEYS: lock, fence. ARGV: owner, token.
+/// Round two, after the Redis backend's `LINE`. KEYS: lock, fence, queue,
+/// places. ARGV: owner, token.
 ///
-/// Raises this master's counter to `token` (never lowers it), only while
-/// `owner` still holds the lock here. Returns 1 when accepted, else 0.
+/// Raises this master's counter to `token` (never lowers it) and takes the
+/// owner out of this master's line, only while `owner` still holds the
+/// lock here. Returns 1 when accepted, else 0.
 pub const RAISE: &str = r#"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
 if counter == nil or counter < tonumber(ARGV[2]) then
   redis.call('SET', KEYS[2], ARGV[2])
 end
+leave_line(KEYS[3], KEYS[4], ARGV[1])
 return 1
 "#;
 
