@@ -68,12 +68,11 @@ impl Turns {
         (wakeup, first)
     }
 
-    /// Drops one registration; true when the topic has none left (the
-    /// caller may unsubscribe on the server).
-    fn unregister(&self, topic: &[u8], owner: Option<&[u8]>) -> bool {
+    /// Drops one registration, and the topic with its last one.
+    fn unregister(&self, topic: &[u8], owner: Option<&[u8]>) {
         let mut topics = self.lock();
         let Some(entry) = topics.get_mut(topic) else {
-            return false;
+            return;
         };
         entry.count = entry.count.saturating_sub(1);
         if let Some(owner) = owner {
@@ -84,22 +83,14 @@ impl Turns {
                 }
             }
         }
-        entry.count == 0
+        if entry.count == 0 {
+            topics.remove(topic);
+        }
     }
 
     /// Whether `topic` has no waiter now.
     pub fn is_idle(&self, topic: &[u8]) -> bool {
         self.lock().get(topic).is_none_or(|t| t.count == 0)
-    }
-
-    /// Whether `topic` has no waiter now; forgets it if so.
-    pub fn forget_if_idle(&self, topic: &[u8]) -> bool {
-        let mut topics = self.lock();
-        let idle = topics.get(topic).is_some_and(|t| t.count == 0);
-        if idle {
-            topics.remove(topic);
-        }
-        idle
     }
 
     /// A message on `topic` naming `next` (empty: nobody in particular).
@@ -187,6 +178,6 @@ mod tests {
         assert!(a.receiver.has_changed().unwrap() && b.receiver.has_changed().unwrap());
         b.mark_seen();
         drop((a, b, all));
-        assert!(turns.forget_if_idle(b"t"));
+        assert!(turns.is_idle(b"t"));
     }
 }

@@ -23,6 +23,9 @@ mod sqlite;
 mod zookeeper;
 
 fn main() {
+    if let Ok(spec) = std::env::var(suite::WAITER_ENV) {
+        return suite::run_waiter(&spec);
+    }
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = Vec::new();
     #[cfg(feature = "etcd")]

@@ -161,6 +161,13 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
              pid        integer
          );
          CREATE SEQUENCE IF NOT EXISTS {table}_fence;
+         CREATE TABLE IF NOT EXISTS {table}_line (
+             name       text NOT NULL,
+             owner      text NOT NULL,
+             joined_at  timestamptz NOT NULL,
+             expires_at timestamptz NOT NULL,
+             PRIMARY KEY (name, owner)
+         );
          CREATE TABLE IF NOT EXISTS {table}_records (
              key        text PRIMARY KEY,
              value      text NOT NULL,

@@ -1,12 +1,12 @@
 //! PostgreSQL's lease mode: one row per held name, and the lock seam on it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{advisory, conn, listen};
-use crate::backend::{Attempt, Backend, Capabilities, LockBackend, Request, Subscription};
+use super::{advisory, conn, line, listen};
+use crate::backend::{Attempt, Backend, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -23,32 +23,45 @@ pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
 
 /// The statements of lease mode, for one table.
 pub(super) struct Sql {
-    table: String,
+    pub(super) table: String,
     acquire: String,
     remaining: String,
     release: String,
     extend: String,
     list: String,
+    pub(super) line: line::LineSql,
 }
 
 impl Sql {
     fn new(t: &str) -> Sql {
         let live = "expires_at > clock_timestamp()";
         let left = "(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint";
+        let first = line::first_place(t);
+        let first_owner = format!("SELECT owner FROM ({first}) f");
         Sql {
             table: t.to_string(),
+            // Granted when the row is free or expired and nobody queues
+            // ahead (the first live place is ours, or there is none); a
+            // grant takes our place out of the line. Concurrent grants
+            // serialise on the row (ON CONFLICT); a waiter that joins
+            // meanwhile joins behind.
             acquire: format!(
-                "INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
-                 VALUES ($1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond')
-                 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
-                     fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
-                 WHERE l.expires_at <= clock_timestamp()
-                 RETURNING fence"
+                "WITH got AS (
+                     INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
+                     SELECT $1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond'
+                     WHERE NOT EXISTS (SELECT 1 FROM ({first}) f WHERE f.owner <> $2)
+                     ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
+                         fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
+                     WHERE l.expires_at <= clock_timestamp()
+                     RETURNING fence),
+                 placed AS (DELETE FROM {t}_line WHERE name = $1 AND owner = $2 AND EXISTS (SELECT 1 FROM got))
+                 SELECT fence FROM got"
             ),
             remaining: format!("SELECT {left} FROM {t} WHERE name = $1 AND {live}"),
+            // The notification names the next in line, which wakes it only.
             release: format!(
                 "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name)
-                 SELECT pg_notify('{t}', name) FROM gone"
+                 SELECT pg_notify('{t}', name || coalesce(chr(31) || ({first_owner}), '')) FROM gone"
             ),
             extend: format!(
                 "UPDATE {t} SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
@@ -58,6 +71,7 @@ impl Sql {
                 "SELECT name, owner, holder, fence, {left} FROM {t}
                  WHERE starts_with(name, $1) AND {live} ORDER BY name"
             ),
+            line: line::LineSql::new(t),
         }
     }
 }
@@ -65,16 +79,16 @@ impl Sql {
 /// Lease mode.
 pub struct LeaseBackend {
     pub(super) address: String,
-    pub(super) shared: conn::Shared,
+    pub(super) shared: Arc<conn::Shared>,
     pub(super) listener: Arc<listen::Listener>,
     pub(super) sql: Sql,
 }
 
-fn millis(d: Duration) -> i64 {
+pub(super) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-fn remaining(ms: i64) -> Duration {
+pub(super) fn remaining(ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
@@ -85,7 +99,7 @@ impl LeaseBackend {
         let client = conn::open(url, &address, |_| {}, || {}).await?;
         conn::create_schema(&client, &url.table, &address).await?;
         Ok(LeaseBackend {
-            shared: conn::Shared::new(url.clone(), address.clone(), client),
+            shared: Arc::new(conn::Shared::new(url.clone(), address.clone(), client)),
             listener: listen::Listener::new(url.clone(), address.clone(), url.table.clone()),
             sql: Sql::new(&url.table),
             address,
@@ -115,7 +129,7 @@ fn info(row: &tokio_postgres::Row) -> LockInfo {
 /// What LeaseBackend guarantees, known without a connection (its
 /// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
-    fifo: false,
+    fifo: true,
     pushed_wakeups: true,
     server_detects_loss: false,
     server_clock: true,
@@ -156,9 +170,13 @@ impl LockBackend for LeaseBackend {
         })
     }
 
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        crate::backend::acquire_in_line(self, req, deadline).await
+    }
+
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
         Ok(Subscription::pushed(
-            self.listener.subscribe(name.as_str()).await?,
+            self.listener.subscribe(name.as_str(), None).await?,
         ))
     }
 

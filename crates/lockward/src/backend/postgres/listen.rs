@@ -1,29 +1,28 @@
 //! Release notifications over LISTEN/NOTIFY: one listening connection per
-//! store, opened at the first wait; each notification carries the released
-//! name and bumps that name's counter, which its waiters watch. When the
+//! store, opened at the first wait. A notification carries the released
+//! name and, after a unit separator (`chr(31)`, which no name holds), the
+//! owner next in line; [`Turns`] wakes that waiter only. When the
 //! connection drops, every waiter is woken to re-check, and the next wait
 //! reopens it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
-use tokio::sync::watch;
 use tokio_postgres::{AsyncMessage, Client};
 
 use super::conn;
-use crate::backend::Wakeup;
+use crate::backend::turns::{TurnWakeup, Turns};
 use crate::error::Result;
 use crate::url::PostgresUrl;
 
-type Counters = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
+/// Separates the name from the next owner in a notification.
+pub const SEPARATOR: char = '\u{1f}';
 
 /// The listening side of a store.
 pub struct Listener {
     url: PostgresUrl,
     address: String,
     channel: String,
-    counters: Counters,
+    turns: Turns,
     client: tokio::sync::Mutex<Option<Client>>,
 }
 
@@ -33,41 +32,33 @@ impl Listener {
             url,
             address,
             channel,
-            counters: Arc::default(),
+            turns: Turns::default(),
             client: tokio::sync::Mutex::new(None),
         })
     }
 
-    /// A wakeup for `name`; the LISTEN is active when this returns.
-    pub async fn subscribe(&self, name: &str) -> Result<NameWakeup> {
-        let receiver = {
-            let mut counters = lock(&self.counters);
-            if counters.len() > 1024 {
-                counters.retain(|_, tx| tx.receiver_count() > 0);
-            }
-            counters
-                .entry(name.to_string())
-                .or_insert_with(|| watch::channel(0).0)
-                .subscribe()
-        };
+    /// A wakeup for `name`, for the turns of `owner` (its hex id) or, with
+    /// `None`, for every release; the LISTEN is active when this returns.
+    pub async fn subscribe(&self, name: &str, owner: Option<&str>) -> Result<TurnWakeup> {
+        let (wakeup, _) = self
+            .turns
+            .register(name.as_bytes(), owner.map(str::as_bytes));
         let mut slot = self.client.lock().await;
         if slot.as_ref().is_none_or(Client::is_closed) {
-            let (on_message, on_close) = (self.counters.clone(), self.counters.clone());
+            let (on_message, on_close) = (self.turns.clone(), self.turns.clone());
             let client = conn::open(
                 &self.url,
                 &self.address,
                 move |message| {
                     if let AsyncMessage::Notification(n) = message {
-                        if let Some(tx) = lock(&on_message).get(n.payload()) {
-                            tx.send_modify(|c| *c += 1);
-                        }
+                        let (name, next) = n
+                            .payload()
+                            .split_once(SEPARATOR)
+                            .unwrap_or((n.payload(), ""));
+                        on_message.notify(name.as_bytes(), next.as_bytes());
                     }
                 },
-                move || {
-                    for tx in lock(&on_close).values() {
-                        tx.send_modify(|c| *c += 1);
-                    }
-                },
+                move || on_close.notify_everyone(),
             )
             .await?;
             client
@@ -76,28 +67,6 @@ impl Listener {
                 .map_err(|e| conn::pg_error(&self.address, &e))?;
             *slot = Some(client);
         }
-        Ok(NameWakeup { receiver })
-    }
-}
-
-fn lock(counters: &Counters) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<u64>>> {
-    counters.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// One waiter's view of its name's notifications.
-pub struct NameWakeup {
-    receiver: watch::Receiver<u64>,
-}
-
-#[async_trait]
-impl Wakeup for NameWakeup {
-    async fn changed(&mut self) {
-        if self.receiver.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-
-    fn mark_seen(&mut self) {
-        self.receiver.borrow_and_update();
+        Ok(wakeup)
     }
 }

@@ -7,9 +7,11 @@
 //! Expiry is the server's clock, so client clocks do not matter. The fence
 //! comes from a sequence, drawn in the `SET` clause, i.e. after the row lock:
 //! drawn earlier, a contender that waited on the row could win later with a
-//! smaller token. Release deletes the row if the owner matches and sends
-//! `NOTIFY` in the same statement; waiters `LISTEN` first, re-check, and
-//! also wake at the holder's expiry.
+//! smaller token. Waiters `LISTEN` first, then join the name's line
+//! (`TABLE_line`, leased places in the order they joined, see [`line`]); a
+//! free row is granted only to the first live place. Release deletes the
+//! row if the owner matches and, in the same statement, notifies the next
+//! in line only; the first in line also re-checks at the holder's expiry.
 //!
 //! **`mode=advisory`**: session advisory locks; see [`advisory`].
 
@@ -21,6 +23,8 @@ pub(crate) mod conn;
 pub(crate) mod doctor;
 #[cfg(feature = "postgres")]
 mod lease;
+#[cfg(feature = "postgres")]
+mod line;
 #[cfg(feature = "postgres")]
 mod listen;
 #[cfg(feature = "postgres")]

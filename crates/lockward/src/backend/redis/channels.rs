@@ -83,7 +83,7 @@ impl Channels {
         let this = self.clone();
         runtime.spawn(async move {
             let _order = this.ops.lock().await;
-            if this.turns.forget_if_idle(&channel) {
+            if this.turns.is_idle(&channel) {
                 if let Some(conn) = this.conn.get() {
                     let _ = conn.clone().unsubscribe(&channel).await;
                 }

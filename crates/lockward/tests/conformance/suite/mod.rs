@@ -9,6 +9,8 @@ mod recipes;
 mod records;
 mod waiting;
 
+pub use waiting::{run_waiter, WAITER_ENV};
+
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -81,6 +83,7 @@ fn all_checks() -> Vec<Check> {
         waiting::waiter_wakes_promptly,
         waiting::every_waiter_gets_the_lock,
         waiting::waiters_in_fifo_order if |c| c.fifo,
+        waiting::waiters_in_fifo_order_across_processes if |c| c.fifo && c.cross_process,
         waiting::local_waiters_in_order,
         fence::paused_holders_write_is_refused if |c| c.expires,
         fence::paused_session_holder_keeps_its_lock if |c| !c.expires,

@@ -39,7 +39,7 @@ pub async fn waiter_wakes_promptly(f: &dyn Fixture) {
     let median = handoffs[handoffs.len() / 2];
     eprintln!(
         "handoff on {}: median {median:?}, max {:?}",
-        f.url(),
+        store.address(),
         handoffs.last().unwrap()
     );
     let bound = if pushed {
@@ -75,6 +75,71 @@ pub async fn waiters_in_fifo_order(f: &dyn Fixture) {
     // PostgreSQL's advisory queue) on a loaded machine.
     let order = acquisition_order(&store, waiters, Duration::from_millis(100)).await;
     assert_eq!(order, vec![0, 1, 2, 3, 4, 5], "not FIFO");
+}
+
+/// Where the backend claims FIFO across processes, waiters in separate
+/// processes (this test binary, started again as a waiter) acquire in the
+/// order they came.
+pub async fn waiters_in_fifo_order_across_processes(f: &dyn Fixture) {
+    let store = f.store().await;
+    let name = unique("processes");
+    let held = store.try_acquire(&name, &short(20_000)).await.unwrap();
+    let log = std::env::temp_dir().join(format!("lockward-fifo-{name}"));
+    let _ = std::fs::remove_file(&log);
+    let mut children = Vec::new();
+    for i in 0..5 {
+        children.push(
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .env(
+                    WAITER_ENV,
+                    format!("{}\n{name}\n{i}\n{}", f.url(), log.display()),
+                )
+                .spawn()
+                .expect("start a waiter process"),
+        );
+        // Enough for a process to start, connect and join the line on a
+        // loaded machine.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    held.release().await.unwrap();
+    for mut child in children {
+        let status = tokio::task::spawn_blocking(move || child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(status.success(), "a waiter process failed: {status}");
+    }
+    let order = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    assert_eq!(order, "0\n1\n2\n3\n4\n", "not FIFO across processes");
+}
+
+/// Set in a waiter process started by
+/// [`waiters_in_fifo_order_across_processes`]: the URL, name, index and
+/// log file, one per line.
+pub const WAITER_ENV: &str = "LOCKWARD_SUITE_WAITER";
+
+/// A waiter process's work: waits for the lock, appends its index to the
+/// log while holding it, releases.
+pub fn run_waiter(spec: &str) {
+    let parts: Vec<&str> = spec.lines().collect();
+    let [url, name, index, log] = parts[..] else {
+        panic!("bad {WAITER_ENV}: {spec:?}");
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = Store::open(url).await.expect("open the store");
+        let opts = short(20_000).wait(Duration::from_secs(30));
+        let guard = store.acquire(name, &opts).await.expect("acquire");
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
+        writeln!(file, "{index}").unwrap();
+        guard.release().await.unwrap();
+    });
 }
 
 /// Waiters on one store handle queue locally and acquire in the order they
