@@ -119,10 +119,12 @@ async fn foreign_values_are_reported_and_left_alone() {
     server.cli(&["SET", "lockward:forever", "not-a-lock"]);
     server.cli(&["HSET", "lockward:hashy", "f", "v"]);
     server.cli(&["SET", "lockward:bad-counter:fence", "banana"]);
+    server.cli(&["SET", "lockward:bad-line:queue", "not-a-line"]);
     for (name, needle) in [
         ("forever", "without expiry"),
         ("hashy", "hash"),
         ("bad-counter", "not a number"),
+        ("bad-line", "line of waiters"),
     ] {
         match store.try_acquire(name, &opts(1_000)).await {
             Err(Error::Protocol { message, .. }) => assert!(message.contains(needle), "{message}"),
@@ -132,6 +134,100 @@ async fn foreign_values_are_reported_and_left_alone() {
     assert_eq!(server.cli(&["GET", "lockward:forever"]), "not-a-lock");
     assert_eq!(server.cli(&["HGET", "lockward:hashy", "f"]), "v");
     assert_eq!(server.cli(&["GET", "lockward:bad-counter:fence"]), "banana");
+    assert_eq!(
+        server.cli(&["GET", "lockward:bad-line:queue"]),
+        "not-a-line"
+    );
+}
+
+/// The server's clock in ms, as the line's place leases count it.
+fn server_ms(server: &RedisServer) -> u64 {
+    let time = server.cli(&["TIME"]);
+    let mut parts = time.split_whitespace().map(|p| p.parse::<u64>().unwrap());
+    let (secs, micros) = (parts.next().unwrap(), parts.next().unwrap());
+    secs * 1000 + micros / 1000
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_waiters_place_holds_up_the_line_no_longer_than_its_lease() {
+    let server = RedisServer::start();
+    let store = Store::open(&server.url()).await.unwrap();
+    let holder = store.try_acquire("line", &opts(10_000)).await.unwrap();
+    // What a waiter killed with SIGKILL leaves: the first place in line,
+    // leased for 1.5 s more, whose owner will never come back.
+    let lapses_at = server_ms(&server) + 1_500;
+    let dead = "0123456789abcdef0123456789abcdef";
+    server.cli(&["ZADD", "lockward:line:queue", "1", dead]);
+    server.cli(&["ZADD", "lockward:line:places", &lapses_at.to_string(), dead]);
+    let waiter_store = Store::open(&server.url()).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let g = waiter_store
+            .acquire("line", &opts(5_000).wait(Duration::from_secs(10)))
+            .await
+            .unwrap();
+        (Instant::now(), g)
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let info = store.inspect("line").await.unwrap().unwrap();
+    assert_eq!(
+        info.waiters,
+        Some(2),
+        "the dead place and the waiter: {info:?}"
+    );
+    holder.release().await.unwrap();
+    let released = Instant::now();
+    let (acquired, guard) = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .expect("the dead place blocked the line past its lease")
+        .unwrap();
+    let waited = acquired - released;
+    eprintln!("waited {waited:?} behind a dead place");
+    // Not before the place lapsed (it was first), and soon after.
+    assert!(
+        waited >= Duration::from_millis(900),
+        "jumped the line: {waited:?}"
+    );
+    assert!(waited < Duration::from_millis(2_500), "{waited:?}");
+    guard.release().await.unwrap();
+    assert_eq!(server.cli(&["EXISTS", "lockward:line:queue"]), "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_waiter_gets_the_lock_after_a_restart_that_empties_the_line() {
+    let mut server = RedisServer::start();
+    let store = Store::open(&server.url()).await.unwrap();
+    let holder = store.try_acquire("emptied", &opts(60_000)).await.unwrap();
+    let mut waiters = Vec::new();
+    for _ in 0..4 {
+        let s = Store::open(&server.url()).await.unwrap();
+        waiters.push(tokio::spawn(async move {
+            let g = s
+                .acquire("emptied", &opts(5_000).wait(Duration::from_secs(20)))
+                .await
+                .unwrap();
+            let fence = g.fence();
+            g.release().await.unwrap();
+            fence
+        }));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(server.cli(&["ZCARD", "lockward:emptied:queue"]), "4");
+    server.kill9();
+    server.restart();
+    assert_eq!(server.cli(&["EXISTS", "lockward:emptied:queue"]), "0");
+    let mut fences = Vec::new();
+    for w in waiters {
+        let fence = tokio::time::timeout(Duration::from_secs(15), w)
+            .await
+            .expect("a waiter never got the lock after the restart")
+            .unwrap();
+        fences.push(fence);
+    }
+    fences.sort();
+    fences.dedup();
+    assert_eq!(fences.len(), 4, "{fences:?}");
+    assert!(fences[0] > holder.fence());
 }
 
 #[tokio::test]
