@@ -1,5 +1,5 @@
-//! `lockward sem NAME -n N -- CMD`: at most N runs of CMD at once, across
-//! every host sharing the store.
+//! `lockward sem NAME -n N [--take K] -- CMD`: CMD runs while it holds K of
+//! N permits, across every host sharing the store.
 
 use lockward::recipe::Semaphore;
 use lockward::Store;
@@ -8,17 +8,20 @@ use crate::exit;
 use crate::lease::LeaseArgs;
 use crate::run::run_and_release;
 
-/// Run CMD while holding one of N permits of NAME: at most N runs at once across hosts.
+/// Run CMD while holding K of N permits of NAME: runs share N permits across hosts.
 #[derive(clap::Args)]
 pub struct SemArgs {
     /// The semaphore's name.
     pub name: String,
-    /// How many runs may go on at once (1 to 64).
+    /// How many permits the semaphore has (1 to 1,000,000,000).
     #[arg(short = 'n', long = "permits")]
     pub permits: u32,
+    /// How many of them this run takes (1 to N): a heavy job takes more.
+    #[arg(short = 'k', long = "take", default_value_t = 1)]
+    pub take: u32,
     #[command(flatten)]
     pub lease: LeaseArgs,
-    /// The command and its arguments, after `--`; `LOCKWARD_PERMIT` holds the slot.
+    /// The command and its arguments, after `--`; `LOCKWARD_PERMIT` holds the holder's slot, `LOCKWARD_PERMITS` how many it took.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
@@ -37,9 +40,9 @@ pub async fn sem(store: &Store, args: SemArgs) -> u8 {
         }
     };
     let acquired = if args.lease.no_wait {
-        semaphore.try_acquire(&opts).await
+        semaphore.try_acquire_many(args.take, &opts).await
     } else {
-        semaphore.acquire(&opts).await
+        semaphore.acquire_many(args.take, &opts).await
     };
     let permit = match acquired {
         Ok(permit) => permit,
@@ -51,10 +54,18 @@ pub async fn sem(store: &Store, args: SemArgs) -> u8 {
     let env = vec![
         ("LOCKWARD_NAME", args.name.clone()),
         ("LOCKWARD_PERMIT", permit.slot().to_string()),
+        ("LOCKWARD_PERMITS", permit.permits().to_string()),
         ("LOCKWARD_FENCE", permit.guard().fence().to_string()),
         ("LOCKWARD_STORE", store.address()),
     ];
-    run_and_release(permit.into_guard(), &args.command, &env, grace)
+    let slot = permit.slot();
+    let status = run_and_release(permit.into_guard(), &args.command, &env, grace)
         .await
-        .0
+        .0;
+    // The slot is free: give its permits back at once (else they come back
+    // when the semaphore next runs short).
+    if let Err(e) = semaphore.forget(slot).await {
+        eprintln!("lockward: {e}");
+    }
+    status
 }

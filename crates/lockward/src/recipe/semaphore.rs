@@ -1,42 +1,65 @@
-//! A counting semaphore: at most N holders of one name at a time, across
-//! processes and hosts, on every backend.
+//! A counting semaphore: up to a billion permits on one name, taken one or
+//! several at a time (weighted), across processes and hosts, on every
+//! backend.
 //!
-//! The N permits are N locks, `NAME#permit/0` … `NAME#permit/N-1`. A
-//! permit is a [`Guard`] like any other: its own lease, renewal, fence and
-//! `lost()` signal, and a crashed holder's permit comes back after its TTL.
-//! Fences increase per permit, so a resource shared by the holders of one
-//! permit slot can still refuse a stale write.
+//! Each acquisition holds a lock on a *slot*, `NAME#permit/SLOT`: its own
+//! lease, renewal, fence and `lost()` signal, and a crashed holder's slot
+//! frees after its TTL. Slots count holders, not permits: a semaphore of
+//! 100,000 permits with 64 holders uses 64 slots. How many permits each
+//! holder took is written in one versioned record, the *ledger*
+//! (`NAME#permits`): a line `SLOT PERMITS` per holder.
 //!
-//! Taking a permit first tries every slot at once without waiting; when
-//! all are held, it waits on every slot together (with the backend's pushed
-//! wake-ups) and keeps the first granted, giving back any other.
+//! Taking `k` permits: read the ledger; take the lowest slot it does not
+//! list; then write the ledger with the holder added, compare-and-set on
+//! the version read, so two holders never both fit in the same room. A
+//! holder takes its slot before it is listed, so a listed slot whose lock is
+//! free belongs to a holder that is gone (released without telling the
+//! ledger, or expired): when the permits do not fit, the slots are looked
+//! at and such entries dropped, which is how a crashed holder's permits
+//! come back.
+//!
+//! Waiting: waiters line up on the lock `NAME#line` (in order where the
+//! store queues waiters, with pushed wake-ups where it has them); the first
+//! in line re-reads the ledger with backoff until its permits fit, so a
+//! large request is not overtaken by small ones behind it.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! use lockward::recipe::Semaphore;
 //! let store = lockward::Store::memory();
-//! let reports = Semaphore::new(store, "reports", 2)?;
+//! let pool = Semaphore::new(store, "db-connections", 100)?;
 //! let opts = lockward::LockOptions::new();
-//! let a = reports.try_acquire(&opts).await?;
-//! let b = reports.try_acquire(&opts).await?;
-//! assert!(reports.try_acquire(&opts).await.is_err()); // both permits are out
-//! a.release().await?;
-//! # drop(b);
+//! let batch = pool.try_acquire_many(60, &opts).await?;
+//! assert!(pool.try_acquire_many(50, &opts).await.is_err()); // 40 left
+//! let one = pool.try_acquire(&opts).await?;
+//! assert_eq!(pool.held().await?, 61);
+//! batch.release().await?;
+//! # drop(one);
 //! # Ok::<(), lockward::Error>(())
 //! # }).unwrap();
 //! ```
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::backend::wait::Backoff;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::name::Name;
 use crate::options::LockOptions;
 use crate::store::Store;
 
-/// The most permits one semaphore may have: each waiter waits on every
-/// slot, so the count is kept small.
-pub const MAX_PERMITS: u32 = 64;
+/// The most permits one semaphore may have.
+pub const MAX_PERMITS: u32 = 1_000_000_000;
+
+/// The most holders at once: the ledger lists each one.
+pub const MAX_HOLDERS: u32 = 4_096;
+
+/// How long the ledger is kept after its last change.
+const LEDGER_KEEP: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// How often a write of the ledger may meet a conflicting one before the
+/// caller is told the semaphore is contended.
+const WRITE_TRIES: u32 = 1_000;
 
 /// N leased permits on one name.
 #[derive(Debug, Clone)]
@@ -46,33 +69,59 @@ pub struct Semaphore {
     permits: u32,
 }
 
-/// One permit: a held lock on one slot.
+/// Permits held by one holder: a held lock on its slot.
 #[derive(Debug)]
 pub struct Permit {
     guard: Guard,
     slot: u32,
+    permits: u32,
+    semaphore: Semaphore,
 }
 
 impl Permit {
-    /// Which of the N slots this permit is (0-based).
+    /// The holder's slot (0-based): at most as many slots as holders.
     pub fn slot(&self) -> u32 {
         self.slot
     }
 
-    /// The permit's lock: its fence, deadline and `lost()` signal.
+    /// How many permits this holder took.
+    pub fn permits(&self) -> u32 {
+        self.permits
+    }
+
+    /// The slot's lock: its fence, deadline and `lost()` signal.
     pub fn guard(&self) -> &Guard {
         &self.guard
     }
 
-    /// The permit's lock itself, to release or hand on as a guard.
+    /// The slot's lock itself, to hand on as a guard. Releasing the guard
+    /// alone frees the permits when the semaphore next runs short; call
+    /// [`Semaphore::forget`] with the slot afterwards to free them at once.
     pub fn into_guard(self) -> Guard {
         self.guard
     }
 
-    /// Gives the permit back.
+    /// Gives the permits back. Cancelling it may leave the ledger entry,
+    /// which is dropped when the semaphore next runs short.
     pub async fn release(self) -> Result<()> {
-        self.guard.release().await
+        let slot = self.slot;
+        let released = self.guard.release().await;
+        self.semaphore.forget(slot).await?;
+        released
     }
+}
+
+/// One line of the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    slot: u32,
+    permits: u32,
+}
+
+/// The ledger as read: its entries and the version to write against.
+struct Ledger {
+    entries: Vec<Entry>,
+    version: u64,
 }
 
 impl Semaphore {
@@ -91,7 +140,9 @@ impl Semaphore {
             name,
             permits,
         };
-        Name::new(semaphore.slot_name(permits - 1))?;
+        Name::new(semaphore.slot_name(MAX_HOLDERS - 1))?;
+        Name::new(semaphore.line_name())?;
+        Name::new(semaphore.ledger_name())?;
         Ok(semaphore)
     }
 
@@ -100,89 +151,311 @@ impl Semaphore {
         format!("{}#permit/{i}", self.name)
     }
 
+    fn ledger_name(&self) -> String {
+        format!("{}#permits", self.name)
+    }
+
+    fn line_name(&self) -> String {
+        format!("{}#line", self.name)
+    }
+
     /// How many permits there are.
     pub fn permits(&self) -> u32 {
         self.permits
     }
 
-    /// How many permits are held now.
+    /// How many permits are held now (by holders whose slot is held).
     pub async fn held(&self) -> Result<u32> {
-        let mut held = 0;
-        for i in 0..self.permits {
-            if self.store.inspect(self.slot_name(i)).await?.is_some() {
-                held += 1;
+        let ledger = self.read().await?;
+        let mut held = 0u64;
+        for entry in ledger.entries {
+            if self
+                .store
+                .inspect(self.slot_name(entry.slot))
+                .await?
+                .is_some()
+            {
+                held += u64::from(entry.permits);
             }
         }
-        Ok(held)
+        Ok(u32::try_from(held).unwrap_or(u32::MAX))
     }
 
-    /// Takes a free permit, else fails at once with [`Error::Busy`].
+    /// Takes one permit if it is free, else fails at once with
+    /// [`Error::Busy`].
     pub async fn try_acquire(&self, opts: &LockOptions) -> Result<Permit> {
-        // Start at a random slot, so holders spread over the slots.
-        let first = fastrand::u32(0..self.permits);
-        for k in 0..self.permits {
-            let slot = (first + k) % self.permits;
-            match self.store.try_acquire(self.slot_name(slot), opts).await {
-                Ok(guard) => return Ok(Permit { guard, slot }),
-                Err(Error::Busy { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::Busy {
+        self.try_acquire_many(1, opts).await
+    }
+
+    /// Takes `k` permits at once if they are free, else fails at once with
+    /// [`Error::Busy`]. Cancelling it may leave a slot lock, which expires.
+    pub async fn try_acquire_many(&self, k: u32, opts: &LockOptions) -> Result<Permit> {
+        self.check_count(k)?;
+        opts.validate()?;
+        self.admit(k, opts).await?.ok_or_else(|| Error::Busy {
             name: self.name.clone(),
         })
     }
 
-    /// Takes a permit, waiting up to the options' wait limit
+    /// Takes one permit, waiting up to the options' wait limit
     /// ([`Error::TimedOut`] then). Drop the future to cancel the wait.
     pub async fn acquire(&self, opts: &LockOptions) -> Result<Permit> {
+        self.acquire_many(1, opts).await
+    }
+
+    /// Takes `k` permits at once, waiting in line up to the options' wait
+    /// limit ([`Error::TimedOut`] then). Drop the future to cancel the
+    /// wait; the place in line is given up with it.
+    pub async fn acquire_many(&self, k: u32, opts: &LockOptions) -> Result<Permit> {
+        self.check_count(k)?;
+        opts.validate()?;
         let began = Instant::now();
-        match self.try_acquire(opts).await {
-            Err(Error::Busy { .. }) => {}
-            other => return other,
+        if let Some(permit) = self.admit(k, opts).await? {
+            return Ok(permit);
         }
-        let mut waits = tokio::task::JoinSet::new();
-        for slot in 0..self.permits {
-            let (store, name, opts) = (self.store.clone(), self.slot_name(slot), opts.clone());
-            waits.spawn(async move { (slot, store.acquire(name, &opts).await) });
-        }
-        let mut outcome = Err(Error::TimedOut {
+        let timed_out = || Error::TimedOut {
             name: self.name.clone(),
             waited: began.elapsed(),
-        });
-        while let Some(done) = waits.join_next().await {
-            match done {
-                Ok((slot, Ok(guard))) => {
-                    outcome = Ok(Permit { guard, slot });
-                    break;
+        };
+        let deadline = opts.get_wait().map(|w| began + w);
+        let mut line_opts = LockOptions::new().ttl(opts.get_ttl());
+        if let Some(wait) = opts.get_wait() {
+            line_opts = line_opts.wait(wait.saturating_sub(began.elapsed()));
+        }
+        // First in line: only we look at the ledger until our permits fit.
+        let first = match self.store.acquire(self.line_name(), &line_opts).await {
+            Ok(guard) => guard,
+            Err(Error::TimedOut { .. }) => return Err(timed_out()),
+            Err(e) => return Err(e),
+        };
+        let mut backoff = Backoff::new(Duration::from_millis(2), Duration::from_millis(100));
+        let admitted = loop {
+            if let Some(permit) = self.admit(k, opts).await? {
+                break Ok(permit);
+            }
+            let mut pause = backoff.next_delay();
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break Err(timed_out());
                 }
-                Ok((_, Err(Error::TimedOut { .. }))) => {}
-                Ok((_, Err(e))) => {
-                    outcome = Err(e);
-                    break;
-                }
-                Err(e) => {
-                    outcome = Err(Error::Protocol {
-                        address: self.store.address(),
-                        message: format!("a permit wait of {:?} ended abnormally: {e}", self.name),
-                    });
-                    break;
+                pause = pause.min(left);
+            }
+            tokio::time::sleep(pause).await;
+        };
+        let _ = first.release().await;
+        admitted
+    }
+
+    /// Drops slot `slot` from the ledger, unless its lock is held again:
+    /// after its permit's guard was released on its own
+    /// ([`Permit::into_guard`]). Cancelling it leaves the entry, which is
+    /// dropped when the semaphore next runs short.
+    pub async fn forget(&self, slot: u32) -> Result<()> {
+        for _ in 0..WRITE_TRIES {
+            let ledger = self.read().await?;
+            if !ledger.entries.iter().any(|e| e.slot == slot) {
+                return Ok(());
+            }
+            if self.store.inspect(self.slot_name(slot)).await?.is_some() {
+                // A new holder took the slot (and wrote its own entry).
+                return Ok(());
+            }
+            let kept: Vec<Entry> = ledger
+                .entries
+                .into_iter()
+                .filter(|e| e.slot != slot)
+                .collect();
+            if self.write(&kept, ledger.version).await? {
+                return Ok(());
+            }
+            tokio::task::yield_now().await;
+        }
+        Err(self.contended())
+    }
+
+    fn check_count(&self, k: u32) -> Result<()> {
+        if k == 0 || k > self.permits {
+            return Err(Error::invalid(
+                "permits",
+                format!(
+                    "take 1 to {} permits of {:?}, not {k}",
+                    self.permits, self.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One admission: `Some` when `k` permits fit now.
+    async fn admit(&self, k: u32, opts: &LockOptions) -> Result<Option<Permit>> {
+        // The slot we hold, once taken; kept across ledger conflicts.
+        let mut taken: Option<(u32, Guard)> = None;
+        for _ in 0..WRITE_TRIES {
+            let ledger = self.read().await?;
+            let mut entries = ledger.entries;
+            if let Some((slot, _)) = &taken {
+                // We hold its lock, so any entry listing it is a gone holder's.
+                entries.retain(|e| e.slot != *slot);
+            }
+            if !self.fits(&entries, k) {
+                entries = self.live(entries).await?;
+                if !self.fits(&entries, k) {
+                    if let Some((_, guard)) = taken {
+                        let _ = guard.release().await;
+                    }
+                    return Ok(None);
                 }
             }
+            let (slot, guard) = match taken.take() {
+                Some(held) => held,
+                None => {
+                    let slot = lowest_free_slot(&entries);
+                    match self.store.try_acquire(self.slot_name(slot), opts).await {
+                        Ok(guard) => (slot, guard),
+                        // Another holder took it since we read: read again.
+                        Err(Error::Busy { .. }) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            entries.push(Entry { slot, permits: k });
+            if self.write(&entries, ledger.version).await? {
+                return Ok(Some(Permit {
+                    guard,
+                    slot,
+                    permits: k,
+                    semaphore: self.clone(),
+                }));
+            }
+            taken = Some((slot, guard));
+            tokio::task::yield_now().await;
         }
-        // Stop the other waits; give back a permit granted meanwhile.
-        waits.abort_all();
-        while let Some(done) = waits.join_next().await {
-            if let Ok((_, Ok(extra))) = done {
-                let _ = extra.release().await;
+        if let Some((_, guard)) = taken {
+            let _ = guard.release().await;
+        }
+        Err(self.contended())
+    }
+
+    /// Whether `k` more permits (and one more holder) fit beside `entries`.
+    fn fits(&self, entries: &[Entry], k: u32) -> bool {
+        let used: u64 = entries.iter().map(|e| u64::from(e.permits)).sum();
+        used + u64::from(k) <= u64::from(self.permits) && entries.len() < MAX_HOLDERS as usize
+    }
+
+    /// The entries whose slot lock is held.
+    async fn live(&self, entries: Vec<Entry>) -> Result<Vec<Entry>> {
+        let mut live = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if self
+                .store
+                .inspect(self.slot_name(entry.slot))
+                .await?
+                .is_some()
+            {
+                live.push(entry);
             }
         }
-        if let Err(Error::TimedOut { .. }) = outcome {
-            return Err(Error::TimedOut {
-                name: self.name.clone(),
-                waited: began.elapsed(),
+        Ok(live)
+    }
+
+    async fn read(&self) -> Result<Ledger> {
+        let Some(record) = self.store.read_versioned(&self.ledger_name()).await? else {
+            return Ok(Ledger {
+                entries: Vec::new(),
+                version: 0,
             });
+        };
+        let entries = parse(&record.value).ok_or_else(|| Error::Protocol {
+            address: self.store.address(),
+            message: format!(
+                "the ledger {} holds a value that lockward did not write; it was left untouched",
+                self.ledger_name()
+            ),
+        })?;
+        Ok(Ledger {
+            entries,
+            version: record.version,
+        })
+    }
+
+    /// Writes `entries` if the ledger is still at `version`.
+    async fn write(&self, entries: &[Entry], version: u64) -> Result<bool> {
+        let value = render(entries);
+        Ok(self
+            .store
+            .write_versioned(&self.ledger_name(), version, &value, LEDGER_KEEP)
+            .await?
+            .is_some())
+    }
+
+    fn contended(&self) -> Error {
+        Error::Contended {
+            key: self.ledger_name(),
+            tries: WRITE_TRIES,
         }
-        outcome
+    }
+}
+
+/// The lowest slot number no entry lists.
+fn lowest_free_slot(entries: &[Entry]) -> u32 {
+    let mut used: Vec<u32> = entries.iter().map(|e| e.slot).collect();
+    used.sort_unstable();
+    let mut slot = 0;
+    for u in used {
+        if u == slot {
+            slot += 1;
+        } else if u > slot {
+            break;
+        }
+    }
+    slot
+}
+
+fn parse(value: &str) -> Option<Vec<Entry>> {
+    value
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let (slot, permits) = line.split_once(' ')?;
+            Some(Entry {
+                slot: slot.parse().ok().filter(|s| *s < MAX_HOLDERS)?,
+                permits: permits.parse().ok().filter(|p| *p > 0)?,
+            })
+        })
+        .collect()
+}
+
+fn render(entries: &[Entry]) -> String {
+    let mut out = String::with_capacity(entries.len() * 12);
+    for e in entries {
+        out.push_str(&format!("{} {}\n", e.slot, e.permits));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ledger_round_trips_and_refuses_foreign_text() {
+        let entries = vec![
+            Entry {
+                slot: 0,
+                permits: 60_000,
+            },
+            Entry {
+                slot: 3,
+                permits: 1,
+            },
+        ];
+        assert_eq!(parse(&render(&entries)), Some(entries.clone()));
+        assert_eq!(parse(""), Some(vec![]));
+        assert_eq!(parse("banana"), None);
+        assert_eq!(parse("1 0\n"), None);
+        assert_eq!(parse("99999 1\n"), None);
+        assert_eq!(lowest_free_slot(&entries), 1);
+        assert_eq!(lowest_free_slot(&[]), 0);
     }
 }

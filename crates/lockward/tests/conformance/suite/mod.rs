@@ -92,6 +92,7 @@ fn all_checks() -> Vec<Check> {
         recipes::election_hands_over_on_resign,
         recipes::paused_leader_is_revoked_and_fenced if |c| c.expires,
         recipes::semaphore_limits_holders,
+        recipes::semaphore_takes_permits_by_weight,
         recipes::semaphore_permit_comes_back_after_its_ttl if |c| c.expires,
         recipes::idempotency_runs_once,
         recipes::optimistic_updates_lose_nothing,

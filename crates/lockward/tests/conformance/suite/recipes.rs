@@ -176,6 +176,60 @@ pub async fn semaphore_limits_holders(f: &dyn Fixture) {
     assert!(Semaphore::new(f.store().await, "x", 0).is_err());
 }
 
+/// A semaphore of 100,000 permits taken by weight: what fits is granted,
+/// what does not is refused, and released permits fit again.
+pub async fn semaphore_takes_permits_by_weight(f: &dyn Fixture) {
+    use lockward::recipe::Semaphore;
+    let sem = Semaphore::new(f.store().await, unique("sem-weighted"), 100_000).unwrap();
+    let opts = short(10_000);
+    let big = sem.try_acquire_many(60_000, &opts).await.unwrap();
+    assert!(matches!(
+        sem.try_acquire_many(50_000, &opts).await,
+        Err(Error::Busy { .. })
+    ));
+    let rest = sem.try_acquire_many(40_000, &opts).await.unwrap();
+    assert_eq!(sem.held().await.unwrap(), 100_000);
+    assert!(matches!(
+        sem.try_acquire(&opts).await,
+        Err(Error::Busy { .. })
+    ));
+    assert_ne!(big.slot(), rest.slot());
+    assert_eq!((big.permits(), rest.permits()), (60_000, 40_000));
+    big.release().await.unwrap();
+    let again = sem.try_acquire_many(50_000, &opts).await.unwrap();
+    assert_eq!(sem.held().await.unwrap(), 90_000);
+    for bad in [0, 100_001, u32::MAX] {
+        assert!(matches!(
+            sem.try_acquire_many(bad, &opts).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+    // A waiter for more than is free gets them once they are given back.
+    let waiting = {
+        let sem = Semaphore::new(f.store().await, sem_name(&sem), 100_000).unwrap();
+        tokio::spawn(async move {
+            sem.acquire_many(70_000, &short(10_000).wait(Duration::from_secs(20)))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished());
+    again.release().await.unwrap();
+    rest.release().await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the waiter never got its permits")
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.permits(), 70_000);
+    got.release().await.unwrap();
+    assert_eq!(sem.held().await.unwrap(), 0);
+}
+
+fn sem_name(sem: &lockward::recipe::Semaphore) -> String {
+    sem.slot_name(0).trim_end_matches("#permit/0").to_string()
+}
+
 /// A permit whose holder stops renewing comes back after its TTL, with a
 /// larger fence.
 pub async fn semaphore_permit_comes_back_after_its_ttl(f: &dyn Fixture) {
