@@ -21,7 +21,7 @@ pub const NOT_FOUND: u8 = 127;
 pub const TABLE: &str = "\
 Exit status:
   the command's own    when it ran (128+N when it was killed by signal N)
-  64                   bad arguments (name, TTL, duration, URL)
+  64                   bad arguments (name, TTL, duration, URL), or asked of a store that cannot
   69                   the store could not be reached
   70                   internal error or unexpected reply from the store
   75                   the lock could not be had (--no-wait, or --wait ran out)
@@ -34,7 +34,9 @@ pub fn for_error(e: &Error) -> u8 {
     match e {
         Error::Busy { .. } | Error::TimedOut { .. } | Error::Contended { .. } => NOT_ACQUIRED,
         Error::Lost { .. } => LOST,
-        Error::InvalidArgument { .. } | Error::Unsupported { .. } => USAGE,
+        Error::InvalidArgument { .. } | Error::Unsupported { .. } | Error::NotSupported { .. } => {
+            USAGE
+        }
         Error::Unavailable { .. } => UNAVAILABLE,
         _ => SOFTWARE,
     }

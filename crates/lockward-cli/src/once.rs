@@ -18,8 +18,9 @@ use crate::exit;
 use crate::lease::LeaseArgs;
 use crate::run::{run_under, Ended};
 
-/// How long the record of a successful run is kept: "all time", within
-/// what every store accepts for a record's TTL.
+/// How long the record of a successful run is kept on stores that cannot
+/// keep it forever (memory, Redis, etcd, ZooKeeper): "all time" as nearly
+/// as they allow. SQLite and PostgreSQL keep it forever.
 const KEEP_FOR: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// Run CMD to success at most once for KEY, across all instances and all time.
@@ -38,9 +39,12 @@ pub struct OnceArgs {
 }
 
 fn keys(store: &Store) -> Idempotency {
-    Idempotency::new(store.clone())
-        .namespace("once")
-        .retention(KEEP_FOR)
+    let keys = Idempotency::new(store.clone()).namespace("once");
+    if store.capabilities().permanent_records {
+        keys.permanent()
+    } else {
+        keys.retention(KEEP_FOR)
+    }
 }
 
 /// Runs CMD unless it succeeded before, or shows KEY's record with

@@ -102,6 +102,17 @@ pub enum Error {
         /// The fence of the last accepted write.
         current: u64,
     },
+    /// The store cannot do what was asked (it declares so in its
+    /// [`Capabilities`](crate::Capabilities)).
+    #[error("{what} is not possible on {address}: {why}")]
+    NotSupported {
+        /// The store, with any password redacted.
+        address: String,
+        /// What was asked.
+        what: &'static str,
+        /// Why this store cannot, and what to use instead.
+        why: &'static str,
+    },
     /// The store URL names a backend this build does not include.
     #[error("backend {scheme:?} is not available in this build: {why}")]
     Unsupported {

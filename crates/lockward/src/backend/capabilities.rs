@@ -27,4 +27,7 @@ pub struct Capabilities {
     pub cross_process: bool,
     /// Separate hosts can share locks.
     pub cross_host: bool,
+    /// Records can be kept forever (permanent idempotency results): only
+    /// on durable stores whose records live on disk, not in memory.
+    pub permanent_records: bool,
 }

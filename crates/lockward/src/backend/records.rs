@@ -26,6 +26,16 @@ pub trait RecordBackend: Send + Sync + 'static {
     /// Stores or replaces the record of `key`.
     async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()>;
 
+    /// Stores or replaces the record of `key`, kept forever. Only stores
+    /// that declare `permanent_records` implement it; [`Store`](crate::Store)
+    /// refuses the others before calling.
+    async fn put_permanent_record(&self, key: &Name, _value: &str) -> Result<()> {
+        Err(crate::Error::invalid(
+            "retention",
+            format!("record {key}: this store cannot keep records forever"),
+        ))
+    }
+
     /// The live record of `key`, read by its exact key (never by listing).
     async fn record(&self, key: &Name) -> Result<Option<String>>;
 

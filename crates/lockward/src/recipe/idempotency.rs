@@ -16,7 +16,9 @@
 //! The result is stored while the lock is still held, so no duplicate can
 //! slip in between the run and its record. It is kept for the retention
 //! given (a TTL on Redis, etcd and ZooKeeper; an expiry column on the SQL
-//! stores). [`Idempotency::begin`] gives the steps one by one, for callers
+//! stores), or forever with [`Idempotency::permanent`] on the stores that
+//! keep records on disk (SQLite, PostgreSQL; the others refuse with
+//! [`Error::NotSupported`] before anything runs). [`Idempotency::begin`] gives the steps one by one, for callers
 //! that run the operation themselves (`lockward once` runs a command).
 //!
 //! ```
@@ -51,7 +53,8 @@ pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);
 pub struct Idempotency {
     store: Store,
     namespace: String,
-    retention: Duration,
+    /// `None`: forever.
+    retention: Option<Duration>,
     lock: LockOptions,
     waiting: bool,
 }
@@ -97,7 +100,7 @@ pub struct Claim {
     store: Store,
     guard: Guard,
     key: Name,
-    retention: Duration,
+    retention: Option<Duration>,
 }
 
 impl Claim {
@@ -120,10 +123,18 @@ impl Claim {
                 reason,
             });
         }
-        let stored = self
-            .store
-            .put_record(self.key.as_str(), result, self.retention)
-            .await;
+        let stored = match self.retention {
+            Some(retention) => {
+                self.store
+                    .put_record(self.key.as_str(), result, retention)
+                    .await
+            }
+            None => {
+                self.store
+                    .put_permanent_record(self.key.as_str(), result)
+                    .await
+            }
+        };
         let released = self.guard.release().await;
         stored?;
         match released {
@@ -148,7 +159,7 @@ impl Idempotency {
         Idempotency {
             store,
             namespace: "idem".into(),
-            retention: DEFAULT_RETENTION,
+            retention: Some(DEFAULT_RETENTION),
             lock: LockOptions::new(),
             waiting: false,
         }
@@ -157,7 +168,16 @@ impl Idempotency {
     /// Keeps results for `retention` (at most 100 years; checked when a
     /// result is stored).
     pub fn retention(mut self, retention: Duration) -> Idempotency {
-        self.retention = retention;
+        self.retention = Some(retention);
+        self
+    }
+
+    /// Keeps results forever, as a payment's outcome must be: only on
+    /// stores that declare `permanent_records` (SQLite, PostgreSQL).
+    /// Elsewhere [`begin`](Self::begin) and [`run`](Self::run) fail with
+    /// [`Error::NotSupported`] before claiming the key.
+    pub fn permanent(mut self) -> Idempotency {
+        self.retention = None;
         self
     }
 
@@ -202,7 +222,15 @@ impl Idempotency {
     /// leaves nothing behind.
     pub async fn begin(&self, key: &str) -> Result<Begun> {
         let name = self.key(key)?;
-        check_retention(self.retention)?;
+        match self.retention {
+            Some(retention) => {
+                check_retention(retention)?;
+            }
+            None if !self.store.capabilities().permanent_records => {
+                return Err(self.store.cannot_keep_forever());
+            }
+            None => {}
+        }
         if let Some(done) = self.store.record(name.as_str()).await? {
             return Ok(Begun::Stored(done));
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::backend::Versioned;
 use crate::duration::check_retention;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::name::Name;
 
 use super::Store;
@@ -36,6 +36,30 @@ impl Store {
     pub async fn put_record(&self, key: &str, value: &str, ttl: Duration) -> Result<()> {
         let ttl = check_retention(ttl)?;
         self.backend.put_record(&Name::new(key)?, value, ttl).await
+    }
+
+    /// Stores or replaces the record of `key`, kept forever. Only where
+    /// the store declares `permanent_records` (SQLite, PostgreSQL):
+    /// elsewhere [`Error::NotSupported`], since records there live in
+    /// memory or under a storage quota.
+    ///
+    /// A cancelled call may or may not have stored the record.
+    pub async fn put_permanent_record(&self, key: &str, value: &str) -> Result<()> {
+        let key = Name::new(key)?;
+        if !self.capabilities().permanent_records {
+            return Err(self.cannot_keep_forever());
+        }
+        self.backend.put_permanent_record(&key, value).await
+    }
+
+    /// The refusal of a permanent record on a store that cannot keep one.
+    pub(crate) fn cannot_keep_forever(&self) -> Error {
+        Error::NotSupported {
+            address: self.address(),
+            what: "keeping a record forever",
+            why: "this store keeps records in memory or under a storage quota; \
+                  use SQLite or PostgreSQL for permanent records, or keep them for a retention",
+        }
     }
 
     /// Every live record whose key starts with `prefix`, sorted by key: for

@@ -225,6 +225,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     durable: true,
     cross_process: true,
     cross_host: true,
+    permanent_records: false,
 };
 
 #[async_trait]

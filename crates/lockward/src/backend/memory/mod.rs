@@ -155,6 +155,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     durable: false,
     cross_process: false,
     cross_host: false,
+    permanent_records: false,
 };
 
 #[async_trait]

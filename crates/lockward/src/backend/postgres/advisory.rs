@@ -154,6 +154,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     durable: true,
     cross_process: true,
     cross_host: true,
+    permanent_records: true,
 };
 
 #[async_trait]

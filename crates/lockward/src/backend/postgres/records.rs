@@ -54,6 +54,19 @@ impl<T: RecordTables> RecordBackend for T {
             .map(|_| ())
     }
 
+    /// Stores `key` with the expiry `infinity`: never reached, never purged.
+    async fn put_permanent_record(&self, key: &Name, value: &str) -> Result<()> {
+        let t = self.table();
+        let sql = format!(
+            "INSERT INTO {t}_records AS r (key, value, expires_at) VALUES ($1, $2, 'infinity')
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
+        );
+        self.shared()
+            .query(&sql, &[&key.as_str(), &value])
+            .await
+            .map(|_| ())
+    }
+
     /// The live versioned record of `key`.
     async fn read_versioned(&self, key: &Name) -> Result<Option<Versioned>> {
         let t = self.table();

@@ -233,6 +233,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     durable: true,
     cross_process: true,
     cross_host: true,
+    permanent_records: false,
 };
 
 #[async_trait]

@@ -205,6 +205,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     durable: true,
     cross_process: true,
     cross_host: false,
+    permanent_records: true,
 };
 
 #[async_trait]

@@ -42,6 +42,20 @@ impl RecordBackend for SqliteBackend {
         .await
     }
 
+    async fn put_permanent_record(&self, key: &Name, value: &str) -> Result<()> {
+        let (key, value) = (key.to_string(), value.to_string());
+        self.run(move |conn| {
+            // The largest expiry there is: never reached, never purged.
+            conn.prepare_cached(
+                "INSERT INTO lockward_records (key, value, expires_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+            )?
+            .execute(params![key, value, i64::MAX])
+            .map(|_| ())
+        })
+        .await
+    }
+
     async fn record(&self, key: &Name) -> Result<Option<String>> {
         let key = key.to_string();
         self.run(move |conn| {

@@ -268,6 +268,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     durable: true,
     cross_process: true,
     cross_host: true,
+    permanent_records: false,
 };
 
 #[async_trait]

@@ -89,6 +89,7 @@ fn all_checks() -> Vec<Check> {
         fence::paused_session_holder_keeps_its_lock if |c| !c.expires,
         records::records,
         records::versioned_records_compare_and_set,
+        records::permanent_records_are_kept_or_refused,
         recipes::election_hands_over_on_resign,
         recipes::paused_leader_is_revoked_and_fenced if |c| c.expires,
         recipes::semaphore_limits_holders,

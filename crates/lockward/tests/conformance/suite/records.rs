@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use lockward::Error;
+
 use super::{short, unique, Fixture};
 
 /// The record store recipes use (the cron ledger): insert only if absent,
@@ -107,4 +109,49 @@ pub async fn versioned_records_compare_and_set(f: &dyn Fixture) {
     // A versioned record is not a plain record, nor a lock.
     assert!(backend.records(key.as_str()).await.unwrap().is_empty());
     assert!(store.inspect(key.as_str()).await.unwrap().is_none());
+}
+
+/// Where the store declares `permanent_records`, a permanent record and a
+/// permanent idempotency result are kept (and read back by key); elsewhere
+/// both are refused with `NotSupported`, before anything runs.
+pub async fn permanent_records_are_kept_or_refused(f: &dyn Fixture) {
+    use lockward::recipe::Idempotency;
+    let store = f.store().await;
+    let key = unique("forever");
+    let ran = std::sync::atomic::AtomicBool::new(false);
+    let keys = Idempotency::new(store.clone()).permanent();
+    let outcome = keys
+        .run(&key, || async {
+            ran.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, std::io::Error>("paid".to_string())
+        })
+        .await;
+    if store.capabilities().permanent_records {
+        store.put_permanent_record(&key, "kept").await.unwrap();
+        assert_eq!(store.record(&key).await.unwrap().as_deref(), Some("kept"));
+        assert!(outcome.is_ok(), "{outcome:?}");
+        assert_eq!(keys.result(&key).await.unwrap().as_deref(), Some("paid"));
+        let listed = store.records(&key).await.unwrap();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+    } else {
+        let refused = store.put_permanent_record(&key, "kept").await;
+        assert!(
+            matches!(refused, Err(Error::NotSupported { .. })),
+            "{refused:?}"
+        );
+        assert!(
+            matches!(
+                outcome,
+                Err(lockward::recipe::IdempotencyError::Store(
+                    Error::NotSupported { .. }
+                ))
+            ),
+            "{outcome:?}"
+        );
+        assert!(
+            !ran.load(std::sync::atomic::Ordering::SeqCst),
+            "ran before refusing"
+        );
+        assert_eq!(store.record(&key).await.unwrap(), None);
+    }
 }
