@@ -3,9 +3,10 @@
 //! One RESP3 connection per store carries every subscription (opened at the
 //! first wait); it re-subscribes by itself after a reconnect, and in a
 //! cluster follows the slot map. Each channel is subscribed while at least
-//! one local waiter wants it. A release publishes the owner next in line
-//! (or nothing when nobody queues); [`Turns`] wakes that waiter only, and
-//! everyone after a disconnection.
+//! one local waiter wants it: a waiter in line listens on its own turn
+//! channel, so a release reaches the next in line's connection only.
+//! [`Turns`] keeps the local waiters per channel and wakes everyone after a
+//! disconnection, since messages may have been missed meanwhile.
 
 use std::sync::Arc;
 
@@ -50,18 +51,11 @@ impl Channels {
             .cloned()
     }
 
-    /// Subscribes to `channel`, for the turns of `owner` (its hex id) or,
-    /// with `None`, for every message; the subscription is active on the
-    /// server when this returns.
-    pub async fn subscribe(
-        self: &Arc<Self>,
-        channel: &str,
-        owner: Option<&str>,
-    ) -> redis::RedisResult<ChannelWakeup> {
+    /// Subscribes to `channel`; the subscription is active on the server
+    /// when this returns.
+    pub async fn subscribe(self: &Arc<Self>, channel: &str) -> redis::RedisResult<ChannelWakeup> {
         let _order = self.ops.lock().await;
-        let (turn, first) = self
-            .turns
-            .register(channel.as_bytes(), owner.map(str::as_bytes));
+        let (turn, first) = self.turns.register(channel.as_bytes(), None);
         let wakeup = ChannelWakeup {
             turn: Some(turn),
             channels: self.clone(),

@@ -7,6 +7,7 @@
 //! | `P` + esc(N) | the holder's owner id (32 hex digits) | with the lease (`PX`) |
 //! | `P` + esc(N) + `:fence` | the last fencing token issued for N | never |
 //! | `P` + esc(N) + `:released` | pub/sub channel: a release publishes the owner next in line | — |
+//! | `P` + esc(N) + `:released:` + owner | pub/sub channel of one waiter: its turn | — |
 //! | `P` + esc(N) + `:queue` | the line of waiters: owners by the order they joined (a sorted set) | when the last waiter leaves |
 //! | `P` + esc(N) + `:places` | each waiter's place lease: owners by expiry, server ms (a sorted set) | when the last waiter leaves |
 //! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
@@ -110,6 +111,11 @@ pub fn keys(prefix: &str, name: &Name, cluster: bool) -> Keys {
         places: format!("{lock}:places"),
         lock,
     }
+}
+
+/// The turn channel of waiter `owner` (hex) on the name of `keys`.
+pub fn turn_channel(keys: &Keys, owner: &str) -> String {
+    format!("{}:{owner}", keys.channel)
 }
 
 /// The key of record `key`.

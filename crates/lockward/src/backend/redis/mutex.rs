@@ -335,7 +335,7 @@ impl InLine for RedisBackend {
         let keys = self.keys(name);
         let wakeup = self
             .channels
-            .subscribe(&keys.channel, Some(&owner.to_string()))
+            .subscribe(&keys::turn_channel(&keys, &owner.to_string()))
             .await
             .map_err(|e| self.unavailable(e))?;
         Ok(Subscription::pushed(wakeup))

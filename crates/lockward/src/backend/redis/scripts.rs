@@ -13,7 +13,9 @@ use redis::Script;
 /// hold the same members and vanish together when the last one leaves.
 /// `first_in_line` drops lapsed places (waiters that died) and returns the
 /// first live owner, `false` when nobody queues, or `nil` when the keys
-/// hold something lockward did not write.
+/// hold something lockward did not write. `tell` publishes on the turn
+/// channel of one waiter (the name's channel + `:` + owner), so a release
+/// reaches the next in line's connection only, however many wait.
 pub const LINE: &str = r#"
 local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -28,6 +30,10 @@ local function first_in_line(queue, places)
     redis.call('ZREM', places, unpack(lapsed))
   end
   return redis.call('ZRANGE', queue, 0, 0)[1] or false
+end
+-- Wakes `owner` alone: each waiter listens on a turn channel of its own.
+local function tell(channel, owner)
+  redis.call('PUBLISH', channel .. ':' .. owner, owner)
 end
 local function leave_line(queue, places, owner)
   if redis.call('TYPE', queue).ok == 'zset' then redis.call('ZREM', queue, owner) end
@@ -97,7 +103,7 @@ end
 if pttl == -2 then
   -- Free, but kept for the first in line: remind it, and look again when
   -- its place would lapse.
-  if first then redis.call('PUBLISH', KEYS[6], first) end
+  if first then tell(KEYS[6], first) end
   return {0, math.max(0, tonumber(redis.call('ZSCORE', KEYS[5], first) or now_ms) - now_ms)}
 end
 if joined and first ~= ARGV[1] then return {0, -1} end
@@ -106,11 +112,14 @@ return {0, pttl}
 
 /// After [`LINE`]. KEYS: lock, channel, holder, queue, places. ARGV: owner.
 /// Returns 1 when released, else 0. Publishes the owner first in line (or
-/// '' when nobody queues), which wakes that waiter only.
+/// '' when nobody queues) on the name's channel, for watchers, and on that
+/// waiter's turn channel, which wakes it.
 pub const RELEASE: &str = r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[3])
-  redis.call('PUBLISH', KEYS[2], first_in_line(KEYS[4], KEYS[5]) or '')
+  local next = first_in_line(KEYS[4], KEYS[5])
+  redis.call('PUBLISH', KEYS[2], next or '')
+  if next then tell(KEYS[2], next) end
   return 1
 end
 return 0
@@ -123,7 +132,7 @@ pub const LEAVE: &str = r#"
 leave_line(KEYS[3], KEYS[4], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   local first = first_in_line(KEYS[3], KEYS[4])
-  if first then redis.call('PUBLISH', KEYS[2], first) end
+  if first then tell(KEYS[2], first) end
 end
 return 1
 "#;

@@ -28,11 +28,11 @@ impl InLine for RedlockBackend {
 
     async fn subscribe_turn(&self, name: &Name, owner: OwnerId) -> Result<Subscription> {
         let k = keys::keys(&self.prefix, name, false);
-        let owner = owner.to_string();
+        let channel = keys::turn_channel(&k, &owner.to_string());
         let subscribed = join_all(self.masters.iter().map(|m| {
-            let (channel, owner) = (&k.channel, owner.as_str());
+            let channel = channel.as_str();
             async move {
-                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(channel, Some(owner)))
+                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(channel))
                     .await
                     .ok()
                     .and_then(|r| r.ok())

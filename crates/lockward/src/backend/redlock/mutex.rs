@@ -260,7 +260,7 @@ impl LockBackend for RedlockBackend {
         let subscribed = join_all(self.masters.iter().map(|m| {
             let channel = k.channel.clone();
             async move {
-                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(&channel, None))
+                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(&channel))
                     .await
                     .ok()
                     .and_then(|r| r.ok())

@@ -42,7 +42,7 @@ if joined then
   first = first or ARGV[1]
 end
 if pttl == -2 then
-  if first then redis.call('PUBLISH', KEYS[6], first) end
+  if first then tell(KEYS[6], first) end
   return {0, math.max(0, tonumber(redis.call('ZSCORE', KEYS[5], first) or now_ms) - now_ms)}
 end
 if joined and first ~= ARGV[1] then return {0, -1} end
