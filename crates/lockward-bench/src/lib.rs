@@ -7,18 +7,22 @@
 #![warn(missing_docs)]
 
 mod floor;
+mod keyspace;
 mod latencies;
 mod memory;
 mod scale;
+mod semaphore;
 
 use std::time::{Duration, Instant};
 
 use lockward::{LockOptions, Renewal, Result, Store};
 
 pub use floor::{floor, FloorProbe};
+pub use keyspace::{keyspace, PointCost};
 pub use latencies::{Latencies, CURVE_QUANTILES};
 pub use memory::{bare_lock_bytes, server_memory, ServerMemory};
 pub use scale::{scale, Scale};
+pub use semaphore::semaphore;
 
 /// The options every measurement on `store` uses: no renewal, and a lease
 /// of `ttl` or the longest the store allows.

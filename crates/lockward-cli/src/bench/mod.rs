@@ -31,6 +31,13 @@ pub struct BenchArgs {
     /// Locks to hold at once on distinct names for the scale figures (0 skips).
     #[arg(long, default_value_t = 10_000)]
     pub scale: usize,
+    /// Unrelated records to add before timing idempotency, run-once and
+    /// rate-limit checks again, to show they cost the same (0 skips).
+    #[arg(long, default_value_t = 0)]
+    pub keyspace: usize,
+    /// Permits of the semaphore timed at 1 and 64 clients (0 skips).
+    #[arg(long, default_value_t = 100_000)]
+    pub semaphore: u32,
     /// The election lease for the failover figures (0 skips).
     #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
     pub failover_lease: Duration,
@@ -55,6 +62,10 @@ pub struct Results {
     pub scale: Option<Result<Scale, String>>,
     pub failover: Option<Result<Failover, String>>,
     pub failover_lease: Duration,
+    /// Point operations with `keyspace` unrelated records, against without.
+    pub keyspace: Option<(usize, Result<Vec<bench::PointCost>, String>)>,
+    /// Semaphore permits, and cycles/s at 1 and 64 clients.
+    pub semaphore: Option<(u32, Result<(f64, f64), String>)>,
 }
 
 pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
@@ -155,6 +166,43 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         None => None,
     };
     bar.inc(1);
+    let semaphore = if args.semaphore == 0 {
+        None
+    } else {
+        bar.set_message(format!("a semaphore of {} permits", args.semaphore));
+        let name = format!("{prefix}/semaphore");
+        let mut rates = Vec::new();
+        for clients in [1, 64] {
+            rates.push(
+                bench::semaphore(
+                    || Store::open(url),
+                    &name,
+                    args.semaphore,
+                    clients,
+                    args.duration,
+                )
+                .await
+                .map_err(|e| e.to_string()),
+            );
+        }
+        let both = match (rates.remove(0), rates.remove(0)) {
+            (Ok(one), Ok(many)) => Ok((one, many)),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        Some((args.semaphore, both))
+    };
+    let keyspace = if args.keyspace == 0 {
+        None
+    } else {
+        bar.set_message(format!(
+            "point operations beside {} unrelated keys",
+            args.keyspace
+        ));
+        let costs = bench::keyspace(store, &format!("{prefix}/keyspace"), args.keyspace, 200)
+            .await
+            .map_err(|e| e.to_string());
+        Some((args.keyspace, costs))
+    };
     bar.set_message("leader failover");
     let failover = if args.failover_lease.is_zero() {
         None
@@ -181,6 +229,8 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         scale,
         failover,
         failover_lease: args.failover_lease,
+        keyspace,
+        semaphore,
     };
     if let Some(path) = &args.svg {
         if let Err(e) = std::fs::write(path, report::svg(&results)) {

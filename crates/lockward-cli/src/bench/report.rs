@@ -77,6 +77,26 @@ pub fn json(r: &Results) -> Value {
         }),
         Err(e) => json!({ "error": e }),
     });
+    let keyspace = r.keyspace.as_ref().map(|(n, costs)| match costs {
+        Ok(costs) => json!({
+            "unrelated_keys": n,
+            "operations": costs.iter().map(|c| json!({
+                "operation": c.operation,
+                "empty_us": us(c.empty),
+                "full_us": us(c.full),
+                "ratio": c.ratio(),
+            })).collect::<Vec<_>>(),
+        }),
+        Err(e) => json!({ "unrelated_keys": n, "error": e }),
+    });
+    let semaphore = r.semaphore.as_ref().map(|(permits, rates)| match rates {
+        Ok((one, many)) => json!({
+            "permits": permits,
+            "cycles_per_s_1_client": one,
+            "cycles_per_s_64_clients": many,
+        }),
+        Err(e) => json!({ "permits": permits, "error": e }),
+    });
     json!({
         "store": r.store,
         "duration_s": r.duration.as_secs_f64(),
@@ -93,6 +113,8 @@ pub fn json(r: &Results) -> Value {
         "throughput": throughput,
         "scale": scale,
         "failover": failover,
+        "keyspace": keyspace,
+        "semaphore": semaphore,
         "latency_curves": { "cycle": curve(&r.cycles), "handoff": curve(&r.handoffs) },
     })
 }
@@ -208,6 +230,36 @@ pub fn table(r: &Results) -> String {
             ),
         ),
         Some(Err(e)) => line(&mut out, format!("leader failover: {e}")),
+        None => {}
+    }
+    match &r.semaphore {
+        Some((permits, Ok((one, many)))) => line(
+            &mut out,
+            format!("semaphore of {permits} permits: 1 client {one:.0} cycles/s, 64 clients {many:.0} cycles/s"),
+        ),
+        Some((_, Err(e))) => line(&mut out, format!("semaphore: {e}")),
+        None => {}
+    }
+    match &r.keyspace {
+        Some((n, Ok(costs))) => {
+            line(
+                &mut out,
+                format!("point operations beside {n} unrelated keys (median, before → after):"),
+            );
+            for c in costs {
+                line(
+                    &mut out,
+                    format!(
+                        "  {:<24} {:8.1} µs → {:8.1} µs  {:.2}×",
+                        c.operation,
+                        us(c.empty),
+                        us(c.full),
+                        c.ratio()
+                    ),
+                );
+            }
+        }
+        Some((_, Err(e))) => line(&mut out, format!("keyspace: {e}")),
         None => {}
     }
     out
