@@ -58,7 +58,7 @@ async fn point_costs(
     let limit = FixedWindow::new(
         store.clone(),
         format!("{prefix}/limit"),
-        u64::from(u32::MAX),
+        1_000_000_000,
         Duration::from_secs(60),
     )?;
     let (mut run, mut ran, mut checked) = (Vec::new(), Vec::new(), Vec::new());

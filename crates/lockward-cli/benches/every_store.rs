@@ -5,7 +5,9 @@
 //!
 //! `cargo bench -p lockward-cli --bench every_store`
 //! (`LOCKWARD_BENCH_DURATION=3s` per measurement, `LOCKWARD_BENCH_ONLY=redis`
-//! for one store.)
+//! for one store, `LOCKWARD_BENCH_ARGS="--names same --scale 0"` for other
+//! `lockward bench` arguments in place of `--scale N`, and
+//! `LOCKWARD_BENCH_OUT=DIR` to write elsewhere than docs/benchmarks.)
 
 use std::path::Path;
 use std::process::Command;
@@ -18,7 +20,13 @@ use serde_json::Value;
 fn main() {
     let duration = std::env::var("LOCKWARD_BENCH_DURATION").unwrap_or_else(|_| "3s".into());
     let only = std::env::var("LOCKWARD_BENCH_ONLY").ok();
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks");
+    let extra: Option<Vec<String>> = std::env::var("LOCKWARD_BENCH_ARGS")
+        .ok()
+        .map(|a| a.split_whitespace().map(str::to_string).collect());
+    let out = std::env::var("LOCKWARD_BENCH_OUT").map_or_else(
+        |_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks"),
+        std::path::PathBuf::from,
+    );
     std::fs::create_dir_all(&out).expect("docs/benchmarks");
     let dir = tempfile::tempdir().expect("temp dir");
     let wanted = |label: &str| only.as_deref().is_none_or(|o| o == label);
@@ -33,9 +41,11 @@ fn main() {
             lockward::StoreUrl::parse(&url).map_or_else(|e| e.to_string(), |u| u.to_string());
         eprintln!("bench {label} on {shown}");
         let svg = out.join(format!("{label}.svg"));
+        let scale = vec!["--scale".to_string(), scale.to_string()];
         let run = Command::new(env!("CARGO_BIN_EXE_lockward"))
             .args(["--store", &url, "bench", "--json", "--duration", &duration])
-            .args(["--scale", &scale.to_string(), "--svg"])
+            .args(extra.as_ref().unwrap_or(&scale))
+            .arg("--svg")
             .arg(&svg)
             .output()
             .expect("lockward bench");

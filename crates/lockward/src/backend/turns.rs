@@ -132,6 +132,7 @@ pub struct TurnWakeup {
 
 impl TurnWakeup {
     /// The topic this waiter registered on.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub fn topic(&self) -> &[u8] {
         &self.topic
     }

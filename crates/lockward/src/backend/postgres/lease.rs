@@ -58,10 +58,13 @@ impl Sql {
                  SELECT fence FROM got"
             ),
             remaining: format!("SELECT {left} FROM {t} WHERE name = $1 AND {live}"),
-            // The notification names the next in line, which wakes it only.
+            // Tells watchers of the table, and the next in line on its own
+            // channel, which wakes that waiter only.
             release: format!(
                 "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name)
-                 SELECT pg_notify('{t}', name || coalesce(chr(31) || ({first_owner}), '')) FROM gone"
+                 SELECT pg_notify('{t}', name),
+                        CASE WHEN next.owner IS NOT NULL THEN pg_notify('lockward_' || next.owner, name) END
+                 FROM gone LEFT JOIN ({first_owner}) next ON true"
             ),
             extend: format!(
                 "UPDATE {t} SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
@@ -100,7 +103,7 @@ impl LeaseBackend {
         conn::create_schema(&client, &url.table, &address).await?;
         Ok(LeaseBackend {
             shared: Arc::new(conn::Shared::new(url.clone(), address.clone(), client)),
-            listener: listen::Listener::new(url.clone(), address.clone(), url.table.clone()),
+            listener: listen::Listener::new(url.clone(), address.clone()),
             sql: Sql::new(&url.table),
             address,
         })
@@ -177,7 +180,9 @@ impl LockBackend for LeaseBackend {
 
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
         Ok(Subscription::pushed(
-            self.listener.subscribe(name.as_str(), None).await?,
+            self.listener
+                .listen(&self.sql.table, Some(name.as_str()))
+                .await?,
         ))
     }
 

@@ -1,6 +1,8 @@
 //! Lease mode's line of waiters: a table of leased places per name
 //! (`TABLE_line`), ordered by when each waiter joined on the server's
-//! clock; a release notifies the first live place only.
+//! clock. Each waiter listens on a channel of its own, `lockward_OWNER`
+//! (owner ids are random, so no two waiters share one); a release notifies
+//! the first live place there, which reaches that waiter's connection only.
 
 use std::time::Duration;
 
@@ -11,6 +13,11 @@ use crate::backend::{Attempt, InLine, Leave, LockBackend, Request, Subscription}
 use crate::error::Result;
 use crate::name::Name;
 use crate::owner::OwnerId;
+
+/// The channel a waiter listens on for its turn.
+fn turn_channel(owner: OwnerId) -> String {
+    format!("lockward_{owner}")
+}
 
 /// The first live place in the line of `$1`, as a query of one `owner`.
 pub(super) fn first_place(t: &str) -> String {
@@ -48,7 +55,7 @@ impl LineSql {
                      SELECT (SELECT {left} FROM {t} WHERE name = $1 AND {live}) AS held_left,
                             coalesce(({first}), $2) AS first),
                  reminded AS (
-                     SELECT pg_notify('{t}', $1 || chr(31) || first) FROM state
+                     SELECT pg_notify('lockward_' || first, $1) FROM state
                      WHERE held_left IS NULL AND first <> $2)
                  SELECT held_left, first = $2,
                         (SELECT {left} FROM {t}_line l, state WHERE l.name = $1 AND l.owner = state.first),
@@ -57,7 +64,7 @@ impl LineSql {
             ),
             leave: format!(
                 "WITH gone AS (DELETE FROM {t}_line WHERE name = $1 AND owner = $2)
-                 SELECT pg_notify('{t}', $1 || chr(31) || f.owner)
+                 SELECT pg_notify('lockward_' || f.owner, $1)
                  FROM (SELECT owner FROM {t}_line WHERE name = $1 AND owner <> $2 AND {live}
                        ORDER BY joined_at, owner LIMIT 1) f
                  WHERE NOT EXISTS (SELECT 1 FROM {t} WHERE name = $1 AND {live})"
@@ -103,11 +110,8 @@ impl InLine for LeaseBackend {
         Ok(Attempt::Held { expires_in })
     }
 
-    async fn subscribe_turn(&self, name: &Name, owner: OwnerId) -> Result<Subscription> {
-        let wakeup = self
-            .listener
-            .subscribe(name.as_str(), Some(&owner.to_string()))
-            .await?;
+    async fn subscribe_turn(&self, _name: &Name, owner: OwnerId) -> Result<Subscription> {
+        let wakeup = self.listener.listen(&turn_channel(owner), None).await?;
         Ok(Subscription::pushed(wakeup))
     }
 

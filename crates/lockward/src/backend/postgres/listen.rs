@@ -1,9 +1,8 @@
-//! Release notifications over LISTEN/NOTIFY: one listening connection per
-//! store, opened at the first wait. A notification carries the released
-//! name and, after a unit separator (`chr(31)`, which no name holds), the
-//! owner next in line; [`Turns`] wakes that waiter only. When the
-//! connection drops, every waiter is woken to re-check, and the next wait
-//! reopens it.
+//! Notifications over LISTEN/NOTIFY: one listening connection per store,
+//! opened at the first wait, listening on the channels its waiters want
+//! (a waiter in line on its own turn channel; watchers of a table on the
+//! table's, whose payload is the released name). When the connection
+//! drops, every waiter is woken to re-check, and the next wait reopens it.
 
 use std::sync::Arc;
 
@@ -14,58 +13,74 @@ use crate::backend::turns::{TurnWakeup, Turns};
 use crate::error::Result;
 use crate::url::PostgresUrl;
 
-/// Separates the name from the next owner in a notification.
-pub const SEPARATOR: char = '\u{1f}';
-
 /// The listening side of a store.
 pub struct Listener {
     url: PostgresUrl,
     address: String,
-    channel: String,
     turns: Turns,
-    client: tokio::sync::Mutex<Option<Client>>,
+    /// The connection, and the channels it listens on.
+    client: tokio::sync::Mutex<Option<(Client, Vec<String>)>>,
 }
 
 impl Listener {
-    pub fn new(url: PostgresUrl, address: String, channel: String) -> Arc<Self> {
+    pub fn new(url: PostgresUrl, address: String) -> Arc<Self> {
         Arc::new(Listener {
             url,
             address,
-            channel,
             turns: Turns::default(),
             client: tokio::sync::Mutex::new(None),
         })
     }
 
-    /// A wakeup for `name`, for the turns of `owner` (its hex id) or, with
-    /// `None`, for every release; the LISTEN is active when this returns.
-    pub async fn subscribe(&self, name: &str, owner: Option<&str>) -> Result<TurnWakeup> {
+    /// A wakeup for notifications on `channel` (an SQL identifier lockward
+    /// made), for every one or, with `payload`, for those that carry it;
+    /// the LISTEN is active when this returns. Channels stay listened to
+    /// while the connection lives; a waiter's own channel is dropped from
+    /// the connection at the next wait once it has no waiter.
+    pub async fn listen(&self, channel: &str, payload: Option<&str>) -> Result<TurnWakeup> {
         let (wakeup, _) = self
             .turns
-            .register(name.as_bytes(), owner.map(str::as_bytes));
+            .register(channel.as_bytes(), payload.map(str::as_bytes));
         let mut slot = self.client.lock().await;
-        if slot.as_ref().is_none_or(Client::is_closed) {
-            let (on_message, on_close) = (self.turns.clone(), self.turns.clone());
-            let client = conn::open(
-                &self.url,
-                &self.address,
-                move |message| {
-                    if let AsyncMessage::Notification(n) = message {
-                        let (name, next) = n
-                            .payload()
-                            .split_once(SEPARATOR)
-                            .unwrap_or((n.payload(), ""));
-                        on_message.notify(name.as_bytes(), next.as_bytes());
-                    }
-                },
-                move || on_close.notify_everyone(),
-            )
-            .await?;
+        let open = match slot.take() {
+            Some((client, listening)) if !client.is_closed() => (client, listening),
+            _ => {
+                let (on_message, on_close) = (self.turns.clone(), self.turns.clone());
+                let client = conn::open(
+                    &self.url,
+                    &self.address,
+                    move |message| {
+                        if let AsyncMessage::Notification(n) = message {
+                            on_message.notify(n.channel().as_bytes(), n.payload().as_bytes());
+                        }
+                    },
+                    move || on_close.notify_everyone(),
+                )
+                .await?;
+                (client, Vec::new())
+            }
+        };
+        let (client, listening) = slot.insert(open);
+        // Forget channels nobody waits on any more, in the same round trip.
+        let idle: Vec<String> = listening
+            .iter()
+            .filter(|c| self.turns.is_idle(c.as_bytes()))
+            .cloned()
+            .collect();
+        listening.retain(|c| !idle.contains(c));
+        let mut sql = String::new();
+        for c in &idle {
+            sql.push_str(&format!("UNLISTEN {c};"));
+        }
+        if !listening.iter().any(|c| c == channel) {
+            sql.push_str(&format!("LISTEN {channel};"));
+            listening.push(channel.to_string());
+        }
+        if !sql.is_empty() {
             client
-                .batch_execute(&format!("LISTEN {}", self.channel))
+                .batch_execute(&sql)
                 .await
                 .map_err(|e| conn::pg_error(&self.address, &e))?;
-            *slot = Some(client);
         }
         Ok(wakeup)
     }
