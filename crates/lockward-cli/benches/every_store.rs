@@ -13,7 +13,8 @@ use std::path::Path;
 use std::process::Command;
 
 use lockward_testkit::{
-    EtcdCluster, PostgresServer, RedisMasters, RedisOptions, RedisServer, ZookeeperEnsemble,
+    EtcdCluster, PostgresServer, RedisCluster, RedisMasters, RedisOptions, RedisServer,
+    ZookeeperEnsemble,
 };
 use serde_json::Value;
 
@@ -71,6 +72,11 @@ fn main() {
     if wanted("redis") {
         let redis = RedisServer::start();
         bench("redis", redis.url(), 1_000_000);
+    }
+    if only.as_deref() == Some("redis-cluster") {
+        // On request only: three primaries on these two cores.
+        let cluster = RedisCluster::start();
+        bench("redis-cluster", cluster.url(), 10_000);
     }
     if wanted("redlock") {
         let masters = RedisMasters::start(5, RedisOptions::default());

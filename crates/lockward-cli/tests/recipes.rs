@@ -17,17 +17,23 @@ fn most_at_once(log: &str) -> i32 {
 }
 
 /// 6 instances of `sem pool -n 2` started together: never more than 2 run
-/// at once, 2 do run together, and all 6 run.
+/// at once, 2 do run together, and all 6 run; the same by weight, with
+/// `-n 100000 --take 40000`.
 fn sem_on(store: &str) {
+    sem_weighted_on(store, &["pool", "-n", "2"]);
+    sem_weighted_on(store, &["weighted", "-n", "100000", "--take", "40000"]);
+}
+
+fn sem_weighted_on(store: &str, sem: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let script = r#"echo + >> "$1"; sleep 0.4; echo - >> "$1""#;
     let instances: Vec<_> = (0..6)
         .map(|_| {
             Command::new(lockward())
-                .args([
-                    "--store", store, "sem", "pool", "-n", "2", "--ttl", "5s", "--",
-                ])
+                .args(["--store", store, "sem"])
+                .args(sem)
+                .args(["--ttl", "5s", "--"])
                 .args(["sh", "-c", script, "sh"])
                 .arg(&log)
                 .stderr(Stdio::piped())
@@ -141,12 +147,23 @@ fn sem_and_once_on_every_store() {
 
 #[test]
 fn sem_refuses_bad_permit_counts() {
-    for n in ["0", "65"] {
+    for (n, k) in [("0", "1"), ("1000000001", "1"), ("10", "0"), ("10", "11")] {
         let out = Command::new(lockward())
-            .args(["--store", "memory://", "sem", "x", "-n", n, "--", "true"])
+            .args([
+                "--store",
+                "memory://",
+                "sem",
+                "x",
+                "-n",
+                n,
+                "--take",
+                k,
+                "--",
+                "true",
+            ])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(64), "{n}: {out:?}");
+        assert_eq!(out.status.code(), Some(64), "{n} {k}: {out:?}");
         assert!(String::from_utf8_lossy(&out.stderr).contains("permits"));
     }
 }
