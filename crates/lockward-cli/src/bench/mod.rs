@@ -65,8 +65,11 @@ pub struct Results {
     /// Point operations with `keyspace` unrelated records, against without.
     pub keyspace: Option<(usize, Result<Vec<bench::PointCost>, String>)>,
     /// Semaphore permits, and cycles/s at 1 and 64 clients.
-    pub semaphore: Option<(u32, Result<(f64, f64), String>)>,
+    pub semaphore: Option<(u32, Result<SemaphoreRates, String>)>,
 }
+
+/// Semaphore cycles/s at 1 and at 64 clients.
+pub type SemaphoreRates = (f64, f64);
 
 pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
     let parsed = match StoreUrl::parse(url) {
