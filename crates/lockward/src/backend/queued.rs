@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::wait::recheck_until_granted;
+use super::wait::{first_attempt, recheck_until_granted};
 use super::{Attempt, Grant, LockBackend, Request, Subscription};
 use crate::error::Result;
 use crate::name::Name;
@@ -64,12 +64,8 @@ pub async fn acquire_in_line<B: InLine + ?Sized>(
     req: &Request<'_>,
     deadline: Option<Instant>,
 ) -> Result<Option<Grant>> {
-    let started = Instant::now();
-    if let Attempt::Granted { fence } = backend.try_acquire(req).await? {
-        return Ok(Some(Grant { fence, started }));
-    }
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Ok(None);
+    if let Some(over) = first_attempt(backend, req, deadline).await? {
+        return Ok(over);
     }
     // Subscribed before joining, so the turn cannot come unnoticed.
     let subscription = backend.subscribe_turn(req.name, req.owner).await?;

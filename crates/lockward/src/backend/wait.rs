@@ -52,18 +52,31 @@ pub async fn acquire_by_rechecking<B: LockBackend + ?Sized>(
     // subscription's round trips on every uncontended acquire. A release
     // between this attempt and the subscription is not missed: the loop
     // tries again once subscribed, before it waits.
-    let started = Instant::now();
-    if let Attempt::Granted { fence } = backend.try_acquire(req).await? {
-        return Ok(Some(Grant { fence, started }));
-    }
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Ok(None);
+    if let Some(over) = first_attempt(backend, req, deadline).await? {
+        return Ok(over);
     }
     let subscription = backend.subscribe(req.name).await?;
     recheck_until_granted(req, deadline, subscription, PUSHED_SAFETY_NET, || {
         backend.try_acquire(req)
     })
     .await
+}
+
+/// A wait's first attempt, made before subscribing to anything: `Some`
+/// when the wait is over already (granted, or no time to wait).
+pub(crate) async fn first_attempt<B: LockBackend + ?Sized>(
+    backend: &B,
+    req: &Request<'_>,
+    deadline: Option<Instant>,
+) -> Result<Option<Option<Grant>>> {
+    let started = Instant::now();
+    if let Attempt::Granted { fence } = backend.try_acquire(req).await? {
+        return Ok(Some(Some(Grant { fence, started })));
+    }
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Ok(Some(None));
+    }
+    Ok(None)
 }
 
 /// Calls `attempt` until it grants the lock or `deadline` passes: after

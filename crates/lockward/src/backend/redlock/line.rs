@@ -14,6 +14,23 @@ use crate::error::Result;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
+impl RedlockBackend {
+    /// Subscribes to `channel` on every master that answers in time.
+    /// Masters that are down now cannot publish either; renewing the place
+    /// and the expiry re-check cover what they would have said.
+    pub(super) async fn subscribe_everywhere(&self, channel: &str) -> Subscription {
+        let subscribed = join_all(self.masters.iter().map(|m| async move {
+            tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(channel))
+                .await
+                .ok()
+                .and_then(|r| r.ok())
+        }))
+        .await;
+        let wakeups: Vec<_> = subscribed.into_iter().flatten().collect();
+        Subscription::pushed(wakeup::AnyMaster(wakeups))
+    }
+}
+
 #[async_trait]
 impl InLine for RedlockBackend {
     async fn try_in_line(
@@ -29,20 +46,7 @@ impl InLine for RedlockBackend {
     async fn subscribe_turn(&self, name: &Name, owner: OwnerId) -> Result<Subscription> {
         let k = keys::keys(&self.prefix, name, false);
         let channel = keys::turn_channel(&k, &owner.to_string());
-        let subscribed = join_all(self.masters.iter().map(|m| {
-            let channel = channel.as_str();
-            async move {
-                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(channel))
-                    .await
-                    .ok()
-                    .and_then(|r| r.ok())
-            }
-        }))
-        .await;
-        // Masters that are down now cannot publish either; renewing the
-        // place and the expiry re-check cover what they would have said.
-        let wakeups: Vec<_> = subscribed.into_iter().flatten().collect();
-        Ok(Subscription::pushed(wakeup::AnyMaster(wakeups)))
+        Ok(self.subscribe_everywhere(&channel).await)
     }
 
     fn leave_line(&self, name: &Name, owner: OwnerId) -> Leave {

@@ -8,7 +8,6 @@ use futures_util::future::join_all;
 use redis::{Script, Value};
 
 use super::scripts;
-use super::wakeup;
 use crate::backend::redis::channels::Channels;
 use crate::backend::redis::conn::Conn;
 use crate::backend::redis::scripts::{self as redis_scripts, LINE};
@@ -257,20 +256,7 @@ impl LockBackend for RedlockBackend {
 
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
         let k = keys::keys(&self.prefix, name, false);
-        let subscribed = join_all(self.masters.iter().map(|m| {
-            let channel = k.channel.clone();
-            async move {
-                tokio::time::timeout(NODE_TIMEOUT, m.channels.subscribe(&channel))
-                    .await
-                    .ok()
-                    .and_then(|r| r.ok())
-            }
-        }))
-        .await;
-        // Masters that are down now cannot publish either; the expiry
-        // re-check covers what they would have said.
-        let wakeups: Vec<_> = subscribed.into_iter().flatten().collect();
-        Ok(Subscription::pushed(wakeup::AnyMaster(wakeups)))
+        Ok(self.subscribe_everywhere(&k.channel).await)
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
