@@ -164,7 +164,9 @@ impl Semaphore {
         self.permits
     }
 
-    /// How many permits are held now (by holders whose slot is held).
+    /// How many permits are held now (by holders whose slot is held): one
+    /// read of the ledger and one look at each holder's slot. Cancelling
+    /// it changes nothing.
     pub async fn held(&self) -> Result<u32> {
         let ledger = self.read().await?;
         let mut held = 0u64;
