@@ -193,6 +193,32 @@ async fn a_dead_waiters_place_holds_up_the_line_no_longer_than_its_lease() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_gives_up_leaves_the_line_at_once() {
+    let server = RedisServer::start();
+    let store = Store::open(&server.url()).await.unwrap();
+    let holder = store.try_acquire("given-up", &opts(10_000)).await.unwrap();
+    let impatient = Store::open(&server.url()).await.unwrap();
+    let timed_out = impatient
+        .acquire("given-up", &opts(10_000).wait(Duration::from_millis(300)))
+        .await;
+    assert!(
+        matches!(timed_out, Err(Error::TimedOut { .. })),
+        "{timed_out:?}"
+    );
+    // A cancelled wait leaves too.
+    let cancelled = Store::open(&server.url()).await.unwrap();
+    let wait = tokio::spawn(async move { cancelled.acquire("given-up", &opts(10_000)).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(server.cli(&["ZCARD", "lockward:given-up:queue"]), "1");
+    wait.abort();
+    // Well before a place lease (3 s) could lapse.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server.cli(&["EXISTS", "lockward:given-up:queue"]), "0");
+    assert_eq!(server.cli(&["EXISTS", "lockward:given-up:places"]), "0");
+    holder.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_waiter_gets_the_lock_after_a_restart_that_empties_the_line() {
     let mut server = RedisServer::start();
     let store = Store::open(&server.url()).await.unwrap();
