@@ -13,9 +13,9 @@ mod queued;
 mod records;
 pub mod side;
 mod subscription;
-#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
-pub(crate) mod turns;
 pub mod wait;
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+pub(crate) mod waiters;
 
 pub mod etcd;
 pub mod memory;

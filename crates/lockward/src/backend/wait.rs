@@ -84,7 +84,7 @@ pub(crate) async fn first_attempt<B: LockBackend + ?Sized>(
 /// every `pushed_pause` when notifications are pushed, and by jittered
 /// backoff when they are not. An unreachable store is reported at once on
 /// the first attempt and waited out on later ones.
-pub(crate) async fn recheck_until_granted<'a, F, Fut>(
+pub(crate) async fn recheck_until_granted<F, Fut>(
     req: &Request<'_>,
     deadline: Option<Instant>,
     mut subscription: Subscription,
@@ -93,7 +93,7 @@ pub(crate) async fn recheck_until_granted<'a, F, Fut>(
 ) -> Result<Option<Grant>>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Attempt>> + 'a,
+    Fut: std::future::Future<Output = Result<Attempt>>,
 {
     let mut backoff = Backoff::new(POLL_MIN, POLL_MAX);
     let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);

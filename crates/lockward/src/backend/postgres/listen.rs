@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio_postgres::{AsyncMessage, Client};
 
 use super::conn;
-use crate::backend::turns::{TurnWakeup, Turns};
+use crate::backend::waiters::{Waiter, Waiters};
 use crate::error::Result;
 use crate::url::PostgresUrl;
 
@@ -17,7 +17,7 @@ use crate::url::PostgresUrl;
 pub struct Listener {
     url: PostgresUrl,
     address: String,
-    turns: Turns,
+    waiters: Waiters,
     /// The connection, and the channels it listens on.
     client: tokio::sync::Mutex<Option<(Client, Vec<String>)>>,
 }
@@ -27,7 +27,7 @@ impl Listener {
         Arc::new(Listener {
             url,
             address,
-            turns: Turns::default(),
+            waiters: Waiters::default(),
             client: tokio::sync::Mutex::new(None),
         })
     }
@@ -37,15 +37,15 @@ impl Listener {
     /// the LISTEN is active when this returns. Channels stay listened to
     /// while the connection lives; a waiter's own channel is dropped from
     /// the connection at the next wait once it has no waiter.
-    pub async fn listen(&self, channel: &str, payload: Option<&str>) -> Result<TurnWakeup> {
+    pub async fn listen(&self, channel: &str, payload: Option<&str>) -> Result<Waiter> {
         let (wakeup, _) = self
-            .turns
+            .waiters
             .register(channel.as_bytes(), payload.map(str::as_bytes));
         let mut slot = self.client.lock().await;
         let open = match slot.take() {
             Some((client, listening)) if !client.is_closed() => (client, listening),
             _ => {
-                let (on_message, on_close) = (self.turns.clone(), self.turns.clone());
+                let (on_message, on_close) = (self.waiters.clone(), self.waiters.clone());
                 let client = conn::open(
                     &self.url,
                     &self.address,
@@ -64,7 +64,7 @@ impl Listener {
         // Forget channels nobody waits on any more, in the same round trip.
         let idle: Vec<String> = listening
             .iter()
-            .filter(|c| self.turns.is_idle(c.as_bytes()))
+            .filter(|c| self.waiters.is_idle(c.as_bytes()))
             .cloned()
             .collect();
         listening.retain(|c| !idle.contains(c));

@@ -5,7 +5,7 @@
 //! cluster follows the slot map. Each channel is subscribed while at least
 //! one local waiter wants it: a waiter in line listens on its own turn
 //! channel, so a release reaches the next in line's connection only.
-//! [`Turns`] keeps the local waiters per channel and wakes everyone after a
+//! [`Waiters`] keeps the local waiters per channel and wakes everyone after a
 //! disconnection, since messages may have been missed meanwhile.
 
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use redis::{PushInfo, PushKind, Value};
 use tokio::sync::OnceCell;
 
 use super::conn::Conn;
-use crate::backend::turns::{TurnWakeup, Turns};
+use crate::backend::waiters::{Waiter, Waiters};
 use crate::backend::Wakeup;
 use crate::url::RedisUrl;
 
@@ -23,7 +23,7 @@ use crate::url::RedisUrl;
 pub struct Channels {
     url: RedisUrl,
     conn: OnceCell<Conn>,
-    turns: Turns,
+    waiters: Waiters,
     /// Serialises SUBSCRIBE and UNSUBSCRIBE so they reach the server in the
     /// order their registrations changed.
     ops: tokio::sync::Mutex<()>,
@@ -34,15 +34,15 @@ impl Channels {
         Arc::new(Channels {
             url,
             conn: OnceCell::new(),
-            turns: Turns::default(),
+            waiters: Waiters::default(),
             ops: tokio::sync::Mutex::new(()),
         })
     }
 
     async fn connection(&self) -> redis::RedisResult<Conn> {
-        let turns = self.turns.clone();
+        let waiters = self.waiters.clone();
         let push = move |push: PushInfo| {
-            dispatch(&turns, push);
+            dispatch(&waiters, push);
             Ok::<(), std::convert::Infallible>(())
         };
         self.conn
@@ -55,9 +55,9 @@ impl Channels {
     /// when this returns.
     pub async fn subscribe(self: &Arc<Self>, channel: &str) -> redis::RedisResult<ChannelWakeup> {
         let _order = self.ops.lock().await;
-        let (turn, first) = self.turns.register(channel.as_bytes(), None);
+        let (waiter, first) = self.waiters.register(channel.as_bytes(), None);
         let wakeup = ChannelWakeup {
-            turn: Some(turn),
+            waiter: Some(waiter),
             channels: self.clone(),
         };
         if first {
@@ -77,7 +77,7 @@ impl Channels {
         let this = self.clone();
         runtime.spawn(async move {
             let _order = this.ops.lock().await;
-            if this.turns.is_idle(&channel) {
+            if this.waiters.is_idle(&channel) {
                 if let Some(conn) = this.conn.get() {
                     let _ = conn.clone().unsubscribe(&channel).await;
                 }
@@ -86,7 +86,7 @@ impl Channels {
     }
 }
 
-fn dispatch(turns: &Turns, push: PushInfo) {
+fn dispatch(waiters: &Waiters, push: PushInfo) {
     match push.kind {
         PushKind::Message => {
             if let [Value::BulkString(channel), payload, ..] = push.data.as_slice() {
@@ -94,44 +94,44 @@ fn dispatch(turns: &Turns, push: PushInfo) {
                     Value::BulkString(next) => next.as_slice(),
                     _ => b"",
                 };
-                turns.notify(channel, next);
+                waiters.notify(channel, next);
             }
         }
-        PushKind::Disconnection => turns.notify_everyone(),
+        PushKind::Disconnection => waiters.notify_everyone(),
         _ => {}
     }
 }
 
 /// One waiter's view of a channel.
 pub struct ChannelWakeup {
-    turn: Option<TurnWakeup>,
+    waiter: Option<Waiter>,
     channels: Arc<Channels>,
 }
 
 #[async_trait]
 impl Wakeup for ChannelWakeup {
     async fn changed(&mut self) {
-        match &mut self.turn {
-            Some(turn) => turn.changed().await,
+        match &mut self.waiter {
+            Some(waiter) => waiter.changed().await,
             None => std::future::pending().await,
         }
     }
 
     fn mark_seen(&mut self) {
-        if let Some(turn) = &mut self.turn {
-            turn.mark_seen();
+        if let Some(waiter) = &mut self.waiter {
+            waiter.mark_seen();
         }
     }
 }
 
 impl Drop for ChannelWakeup {
     fn drop(&mut self) {
-        let Some(turn) = self.turn.take() else {
+        let Some(waiter) = self.waiter.take() else {
             return;
         };
-        let channel = turn.topic().to_vec();
-        drop(turn);
-        if self.channels.turns.is_idle(&channel) {
+        let channel = waiter.topic().to_vec();
+        drop(waiter);
+        if self.channels.waiters.is_idle(&channel) {
             self.channels.unsubscribe_later(channel);
         }
     }

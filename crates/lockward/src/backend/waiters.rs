@@ -1,12 +1,11 @@
-//! A process's waiters on pushed notifications, by topic (a name's channel)
-//! and by turn (the owner a notification is meant for), so that a release
-//! which names the next in line wakes that waiter only.
+//! The local waiters of one notification connection, by channel, and
+//! which of them a message wakes.
 //!
-//! A waiter registers for a topic, for its own turn or for every message.
-//! A message that names an owner wakes that owner's waiter and the
-//! topic-wide ones; a message that names nobody (nobody is in line, or an
-//! older client released) and every disconnection wake everyone, since
-//! turns may have been missed meanwhile. Each waiter holds a `watch`
+//! A waiter registers on a channel for every message, or only for messages
+//! whose payload is a given key (PostgreSQL's table channel carries the
+//! released name, and a watcher wants its own name's). A message with an
+//! empty payload, and every disconnection, wake everyone on the channel,
+//! since messages may have been missed. Each waiter holds a `watch`
 //! receiver, so a message between its re-check and its next wait is kept.
 
 use std::collections::HashMap;
@@ -17,41 +16,41 @@ use tokio::sync::watch;
 
 use super::Wakeup;
 
-/// The waiters of one topic.
+/// The waiters of one channel.
 #[derive(Default)]
 struct Topic {
-    /// Registrations, of either kind: the topic is idle at zero.
+    /// Registrations, of either kind: the channel is idle at zero.
     count: usize,
     /// Woken by every message.
     every: Option<watch::Sender<u64>>,
-    /// Woken by messages that name this owner; with its registrations.
-    turns: HashMap<Vec<u8>, (usize, watch::Sender<u64>)>,
+    /// Woken by messages with this payload; with its registrations.
+    by_payload: HashMap<Vec<u8>, (usize, watch::Sender<u64>)>,
 }
 
-/// Every waiter of one connection, by topic.
+/// Every waiter of one connection, by channel.
 #[derive(Default, Clone)]
-pub struct Turns(Arc<Mutex<HashMap<Vec<u8>, Topic>>>);
+pub struct Waiters(Arc<Mutex<HashMap<Vec<u8>, Topic>>>);
 
-impl Turns {
+impl Waiters {
     fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Topic>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a waiter on `topic`, for the turns of `owner` or (with
-    /// `None`) for every message. Returns its wakeup and whether it is the
+    /// Registers a waiter on `topic`, for messages whose payload is `key`
+    /// or (with `None`) for every message. Returns it and whether it is the
     /// topic's first (the caller then subscribes on the server).
-    pub fn register(&self, topic: &[u8], owner: Option<&[u8]>) -> (TurnWakeup, bool) {
+    pub fn register(&self, topic: &[u8], key: Option<&[u8]>) -> (Waiter, bool) {
         let mut topics = self.lock();
         let entry = topics.entry(topic.to_vec()).or_default();
         entry.count += 1;
-        let receiver = match owner {
-            Some(owner) => {
-                let turn = entry
-                    .turns
-                    .entry(owner.to_vec())
+        let receiver = match key {
+            Some(key) => {
+                let keyed = entry
+                    .by_payload
+                    .entry(key.to_vec())
                     .or_insert_with(|| (0, watch::channel(0).0));
-                turn.0 += 1;
-                turn.1.subscribe()
+                keyed.0 += 1;
+                keyed.1.subscribe()
             }
             None => entry
                 .every
@@ -59,27 +58,27 @@ impl Turns {
                 .subscribe(),
         };
         let first = entry.count == 1;
-        let wakeup = TurnWakeup {
+        let wakeup = Waiter {
             receiver,
             topic: topic.to_vec(),
-            owner: owner.map(<[u8]>::to_vec),
-            turns: self.clone(),
+            key: key.map(<[u8]>::to_vec),
+            waiters: self.clone(),
         };
         (wakeup, first)
     }
 
     /// Drops one registration, and the topic with its last one.
-    fn unregister(&self, topic: &[u8], owner: Option<&[u8]>) {
+    fn unregister(&self, topic: &[u8], key: Option<&[u8]>) {
         let mut topics = self.lock();
         let Some(entry) = topics.get_mut(topic) else {
             return;
         };
         entry.count = entry.count.saturating_sub(1);
-        if let Some(owner) = owner {
-            if let Some(turn) = entry.turns.get_mut(owner) {
-                turn.0 = turn.0.saturating_sub(1);
-                if turn.0 == 0 {
-                    entry.turns.remove(owner);
+        if let Some(key) = key {
+            if let Some(keyed) = entry.by_payload.get_mut(key) {
+                keyed.0 = keyed.0.saturating_sub(1);
+                if keyed.0 == 0 {
+                    entry.by_payload.remove(key);
                 }
             }
         }
@@ -93,8 +92,8 @@ impl Turns {
         self.lock().get(topic).is_none_or(|t| t.count == 0)
     }
 
-    /// A message on `topic` naming `next` (empty: nobody in particular).
-    pub fn notify(&self, topic: &[u8], next: &[u8]) {
+    /// A message on `topic` with `payload` (empty: for everyone).
+    pub fn notify(&self, topic: &[u8], payload: &[u8]) {
         let topics = self.lock();
         let Some(entry) = topics.get(topic) else {
             return;
@@ -102,11 +101,11 @@ impl Turns {
         if let Some(every) = &entry.every {
             every.send_modify(|n| *n += 1);
         }
-        if next.is_empty() {
-            for (_, tx) in entry.turns.values() {
+        if payload.is_empty() {
+            for (_, tx) in entry.by_payload.values() {
                 tx.send_modify(|n| *n += 1);
             }
-        } else if let Some((_, tx)) = entry.turns.get(next) {
+        } else if let Some((_, tx)) = entry.by_payload.get(payload) {
             tx.send_modify(|n| *n += 1);
         }
     }
@@ -115,7 +114,7 @@ impl Turns {
     pub fn notify_everyone(&self) {
         for entry in self.lock().values() {
             let every = entry.every.iter();
-            for tx in every.chain(entry.turns.values().map(|(_, tx)| tx)) {
+            for tx in every.chain(entry.by_payload.values().map(|(_, tx)| tx)) {
                 tx.send_modify(|n| *n += 1);
             }
         }
@@ -123,14 +122,14 @@ impl Turns {
 }
 
 /// One waiter's registration; dropping it unregisters.
-pub struct TurnWakeup {
+pub struct Waiter {
     receiver: watch::Receiver<u64>,
     topic: Vec<u8>,
-    owner: Option<Vec<u8>>,
-    turns: Turns,
+    key: Option<Vec<u8>>,
+    waiters: Waiters,
 }
 
-impl TurnWakeup {
+impl Waiter {
     /// The topic this waiter registered on.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub fn topic(&self) -> &[u8] {
@@ -139,7 +138,7 @@ impl TurnWakeup {
 }
 
 #[async_trait]
-impl Wakeup for TurnWakeup {
+impl Wakeup for Waiter {
     async fn changed(&mut self) {
         if self.receiver.changed().await.is_err() {
             std::future::pending::<()>().await;
@@ -151,9 +150,9 @@ impl Wakeup for TurnWakeup {
     }
 }
 
-impl Drop for TurnWakeup {
+impl Drop for Waiter {
     fn drop(&mut self) {
-        self.turns.unregister(&self.topic, self.owner.as_deref());
+        self.waiters.unregister(&self.topic, self.key.as_deref());
     }
 }
 
@@ -162,23 +161,23 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_turn_wakes_its_owner_only() {
-        let turns = Turns::default();
-        let (mut a, first) = turns.register(b"t", Some(b"a"));
+    async fn a_keyed_message_wakes_its_waiters_only() {
+        let waiters = Waiters::default();
+        let (mut a, first) = waiters.register(b"t", Some(b"a"));
         assert!(first);
-        let (mut b, first) = turns.register(b"t", Some(b"b"));
+        let (mut b, first) = waiters.register(b"t", Some(b"b"));
         assert!(!first);
-        let (mut all, _) = turns.register(b"t", None);
-        turns.notify(b"t", b"a");
+        let (mut all, _) = waiters.register(b"t", None);
+        waiters.notify(b"t", b"a");
         assert!(a.receiver.has_changed().unwrap());
         assert!(!b.receiver.has_changed().unwrap());
         assert!(all.receiver.has_changed().unwrap());
         a.mark_seen();
         all.mark_seen();
-        turns.notify(b"t", b"");
+        waiters.notify(b"t", b"");
         assert!(a.receiver.has_changed().unwrap() && b.receiver.has_changed().unwrap());
         b.mark_seen();
         drop((a, b, all));
-        assert!(turns.is_idle(b"t"));
+        assert!(waiters.is_idle(b"t"));
     }
 }
