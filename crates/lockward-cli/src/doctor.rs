@@ -1,6 +1,6 @@
 //! `lockward doctor [--json]`: checks the store before people trust it.
 
-use lockward::doctor::{diagnose, Level};
+use lockward::doctor::{diagnose, Finding, Level};
 use lockward::StoreUrl;
 
 use crate::exit;
@@ -27,7 +27,8 @@ pub async fn doctor(url: &str, args: DoctorArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let findings = diagnose(&parsed).await;
+    let mut findings = diagnose(&parsed).await;
+    findings.extend(command_tree_findings());
     if json {
         let list: Vec<serde_json::Value> = findings
             .iter()
@@ -63,4 +64,58 @@ pub async fn doctor(url: &str, args: DoctorArgs) -> u8 {
     } else {
         0
     }
+}
+
+/// Which layers bound a supervised command's tree on this machine (see
+/// `crate::keeper` and `crate::cgroup`), each tried for real.
+fn command_tree_findings() -> Vec<Finding> {
+    let finding = |level, check: &str, detail: String, advice: &str| Finding {
+        level,
+        check: check.to_string(),
+        detail,
+        advice: advice.to_string(),
+    };
+    let mut out = Vec::new();
+    crate::tree::become_subreaper();
+    out.push(if crate::tree::is_subreaper() {
+        finding(
+            Level::Ok,
+            "command tree: subreapers",
+            "lockward and its keeper adopt the command's orphans: a killed keeper's tree is \
+             ended by lockward, a killed lockward's by the keeper, before the lock can pass"
+                .into(),
+            "",
+        )
+    } else {
+        finding(
+            Level::Warning,
+            "command tree: subreapers",
+            "this system has no child subreapers: a command's orphans are not bounded by the lock"
+                .into(),
+            "fence every write the command makes",
+        )
+    });
+    out.push(match crate::cgroup::probe() {
+        Ok(parent) => finding(
+            Level::Ok,
+            "command tree: cgroup",
+            format!(
+                "each command runs in a cgroup of its own under {}, ended with cgroup.kill by \
+                 lockward, the keeper or the warden: any two of them may die",
+                parent.display()
+            ),
+            "",
+        ),
+        Err(why) => finding(
+            Level::Warning,
+            "command tree: cgroup",
+            format!(
+                "no cgroup layer ({why}): if lockward and its keeper are killed at the same \
+                 moment, the command dies but what it started runs on"
+            ),
+            "give lockward a writable cgroup v2 (systemd: Delegate=yes; a container with its \
+             own cgroup namespace) or fence every write",
+        ),
+    });
+    out
 }

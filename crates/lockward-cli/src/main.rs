@@ -4,6 +4,7 @@
 //! command line, opens the store and dispatches.
 
 mod bench;
+mod cgroup;
 mod cron;
 mod demo;
 mod doctor;
@@ -17,6 +18,8 @@ mod run;
 mod sem;
 mod status;
 mod stop;
+mod tree;
+mod warden;
 
 use std::process::ExitCode;
 
@@ -55,6 +58,8 @@ enum Command {
     DemoWorker(demo::WorkerArgs),
     #[command(hide = true)]
     Keeper(keeper::KeeperArgs),
+    #[command(hide = true)]
+    Warden(warden::WardenArgs),
     Status(status::StatusArgs),
 }
 
@@ -67,9 +72,11 @@ fn main() -> ExitCode {
             return ExitCode::from(if usage { exit::USAGE } else { 0 });
         }
     };
-    // The keeper between lockward and CMD is plain blocking code.
-    if let Command::Keeper(args) = cli.command {
-        return ExitCode::from(keeper::keep(args));
+    // The keeper and the warden are plain blocking code.
+    match cli.command {
+        Command::Keeper(args) => return ExitCode::from(keeper::keep(args)),
+        Command::Warden(args) => return ExitCode::from(warden::ward(args)),
+        _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -124,7 +131,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Bench(args) => bench::bench(&store, &url, args).await,
         Command::DemoWorker(args) => demo::worker(&store, &url, args).await,
         Command::Status(args) => status::status(&store, args).await,
-        Command::Doctor(_) | Command::Keeper(_) => {
+        Command::Doctor(_) | Command::Keeper(_) | Command::Warden(_) => {
             unreachable!("handled before the store is opened")
         }
     }

@@ -153,3 +153,318 @@ fn a_frozen_lockward_loses_its_tree_by_the_local_deadline() {
         "the resumed lockward reports the loss"
     );
 }
+
+/// CMD for the keeper tests: a foreground child in its group, a background
+/// child and a `setsid` grandchild; every pid (CMD's too) in `DIR/NAME`.
+/// Runs once per folder (a cron job fires again every second).
+const FULL_TREE: &str = r#"[ -e "$1/cmd" ] && exit 0; echo $$ > "$1/cmd"; sleep 300 & echo $! > "$1/bg"; setsid sleep 301 & echo $! > "$1/daemon"; sh -c 'echo $$ > "$1/fg.tmp"; mv "$1/fg.tmp" "$1/fg"; exec sleep 302' sh "$1"; wait"#;
+
+/// The pids of a [`FULL_TREE`]: CMD, foreground, background, daemon.
+fn full_tree_pids(dir: &Path) -> [u32; 4] {
+    ["cmd", "fg", "bg", "daemon"].map(|f| {
+        wait_for_file(&dir.join(f), Duration::from_secs(20))
+            .parse()
+            .unwrap()
+    })
+}
+
+/// The keeper of lockward `pid` (its child running `lockward keeper`).
+fn keeper_of(pid: u32) -> u32 {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|s| s.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            if ppid == Some(pid) && cmdline.starts_with(b"lockward\0keeper\0") {
+                return p;
+            }
+        }
+        assert!(Instant::now() < until, "lockward {pid} has no keeper");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A cgroup v2 directory of the test's own, for lockward to put its
+/// commands' cgroups in; removed (it must be empty by then) on drop.
+struct TestCgroup(std::path::PathBuf);
+
+impl TestCgroup {
+    /// One under this process's own cgroup, or why the machine does not
+    /// allow it.
+    fn make() -> Result<TestCgroup, String> {
+        let mountinfo =
+            std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
+        let mount = mountinfo
+            .lines()
+            .find_map(|l| {
+                let (before, after) = l.split_once(" - ")?;
+                (after.split_whitespace().next()? == "cgroup2")
+                    .then(|| before.split_whitespace().nth(4).map(str::to_string))?
+            })
+            .ok_or("no cgroup v2 file system is mounted")?;
+        let own = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| e.to_string())?
+            .lines()
+            .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+            .ok_or("this process is in no cgroup v2")?;
+        let dir = Path::new(&mount)
+            .join(own.trim_start_matches('/'))
+            .join(format!("lockward-test-{}-{}", std::process::id(), now_ns()));
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(TestCgroup(dir))
+    }
+
+    /// Fails unless every cgroup lockward made in it is gone within 5 s
+    /// (the warden removes them once the keeper is gone).
+    fn assert_cleaned_up(&self, what: &str) {
+        let until = Instant::now() + Duration::from_secs(5);
+        while !self.leftovers().is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            self.leftovers().is_empty(),
+            "{what}: cgroups left: {:?}",
+            self.leftovers()
+        );
+    }
+
+    /// The cgroups lockward left in it.
+    fn leftovers(&self) -> Vec<String> {
+        std::fs::read_dir(&self.0)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// How a test bounds CMD's tree: the subreapers only, or with a cgroup.
+fn layers(cgroup: Option<&TestCgroup>) -> (&'static str, String) {
+    match cgroup {
+        Some(c) => ("LOCKWARD_CGROUP", c.0.display().to_string()),
+        None => ("LOCKWARD_CGROUP", "off".into()),
+    }
+}
+
+#[test]
+fn sigkill_of_the_keeper_ends_the_whole_tree_before_the_lock_passes() {
+    let cgroup = match TestCgroup::make() {
+        Ok(c) => Some(c),
+        Err(why) => {
+            eprintln!("no writable cgroup v2 here ({why}): testing the subreaper layer only");
+            None
+        }
+    };
+    let mut variants = vec![None];
+    variants.extend(cgroup.as_ref().map(Some));
+    let mut every_tree = Vec::new();
+    for cgroup in variants {
+        let (var, value) = layers(cgroup);
+        for command in [
+            vec!["run", "kk", "--ttl", "3s"],
+            vec!["sem", "kk", "-n", "1", "--ttl", "3s"],
+            vec!["once", "kk", "--ttl", "3s"],
+            vec![
+                "elect",
+                "kk",
+                "--lease",
+                "3s",
+                "--renew-deadline",
+                "2s",
+                "--retry",
+                "200ms",
+            ],
+            vec!["cron", "kk", "* * * * * *", "--lock-at-most", "3s"],
+        ] {
+            let what = format!("{command:?} with {var}={value}");
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let url = format!("sqlite://{}", d.join("l.db").display());
+            let first = KillOnDrop(
+                Command::new(lockward())
+                    .args(["--store", &url])
+                    .args(&command)
+                    .args(["--", "sh", "-c", FULL_TREE, "sh"])
+                    .arg(d)
+                    .env(var, &value)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap(),
+            );
+            let tree = full_tree_pids(d);
+            assert!(
+                tree.iter().all(|p| alive(*p)),
+                "{what}: the tree did not start"
+            );
+            // The next holder's command records which of the old tree's
+            // processes still run when it starts.
+            let second = (command[0] != "cron").then(|| {
+                let pids = tree.map(|p| p.to_string()).join(" ");
+                let script = format!(
+                    r#"for p in {pids}; do kill -0 $p 2>/dev/null && echo $p; done > "$1/alive.tmp"; echo checked >> "$1/alive.tmp"; mv "$1/alive.tmp" "$1/alive_at_second""#
+                );
+                let mut args: Vec<&str> = command.clone();
+                if matches!(args[0], "run" | "sem" | "once") {
+                    args.extend(["--wait", "20s"]);
+                }
+                if args[0] == "elect" {
+                    args.extend(["--identity", "second"]);
+                }
+                KillOnDrop(
+                    Command::new(lockward())
+                        .args(["--store", &url])
+                        .args(&args)
+                        .args(["--", "sh", "-c", &script, "sh"])
+                        .arg(d)
+                        .env(var, &value)
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap(),
+                )
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            let keeper = keeper_of(first.0.id());
+            signal(keeper, libc::SIGKILL);
+            let killed = Instant::now();
+            for pid in tree {
+                assert!(
+                    wait_gone(pid, Duration::from_secs(1)),
+                    "{what}: {pid} outlived the keeper by 1 s (the lease is 3 s)"
+                );
+            }
+            eprintln!(
+                "{what}: tree gone {:?} after SIGKILL of the keeper",
+                killed.elapsed()
+            );
+            if second.is_some() {
+                let alive = wait_for_file(&d.join("alive_at_second"), Duration::from_secs(20));
+                assert!(
+                    alive == "checked",
+                    "{what}: {alive} ran on when the next holder started"
+                );
+            }
+            let mut first = first;
+            // cron goes on to the next fire time; the others end.
+            if command[0] == "cron" {
+                std::thread::sleep(Duration::from_millis(500));
+                signal(first.0.id(), libc::SIGTERM);
+            }
+            let status = common::wait_exit(&mut first.0, Duration::from_secs(10));
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(first.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            if command[0] != "cron" {
+                assert_eq!(status.code(), Some(70), "{what}: {stderr}");
+            }
+            assert!(
+                stderr.contains("the command's keeper was killed by signal 9"),
+                "{what}: lockward did not say what happened: {stderr}"
+            );
+            drop(first);
+            if let Some(mut second) = second {
+                let status = common::wait_exit(&mut second.0, Duration::from_secs(10));
+                assert!(status.success(), "{what}: the next holder: {status}");
+            }
+            if let Some(c) = cgroup {
+                c.assert_cleaned_up(&what);
+            }
+            every_tree.extend(tree.map(|p| (what.clone(), p)));
+        }
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    for (what, pid) in every_tree {
+        assert!(!alive(pid), "{what}: {pid} is still running 5 s later");
+    }
+}
+
+/// lockward and its keeper killed at the same moment: with a cgroup the
+/// warden ends the whole tree; without one, as the README says, CMD dies
+/// with the keeper and what it started runs on.
+#[test]
+fn sigkill_of_lockward_and_the_keeper_together() {
+    let cgroup = TestCgroup::make();
+    if let Err(why) = &cgroup {
+        eprintln!("no writable cgroup v2 here ({why}): testing the case without one only");
+    }
+    let mut variants = vec![None];
+    variants.extend(cgroup.as_ref().ok().map(Some));
+    for cgroup in variants {
+        let (var, value) = layers(cgroup);
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let url = format!("sqlite://{}", d.join("l.db").display());
+        let lockward = KillOnDrop(
+            Command::new(lockward())
+                .args(["--store", &url, "run", "both", "--ttl", "3s"])
+                .args(["--", "sh", "-c", FULL_TREE, "sh"])
+                .arg(d)
+                .env(var, &value)
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let [cmd, fg, bg, daemon] = full_tree_pids(d);
+        let keeper = keeper_of(lockward.0.id());
+        signal(lockward.0.id(), libc::SIGKILL);
+        signal(keeper, libc::SIGKILL);
+        let killed = Instant::now();
+        assert!(
+            wait_gone(cmd, Duration::from_secs(1)),
+            "{var}={value}: CMD outlived its keeper"
+        );
+        if let Some(c) = cgroup {
+            for pid in [fg, bg, daemon] {
+                assert!(
+                    wait_gone(pid, Duration::from_secs(1)),
+                    "{var}={value}: {pid} outlived lockward and the keeper"
+                );
+            }
+            eprintln!(
+                "with a cgroup: tree gone {:?} after both were killed",
+                killed.elapsed()
+            );
+            std::thread::sleep(Duration::from_secs(5));
+            for pid in [cmd, fg, bg, daemon] {
+                assert!(!alive(pid), "{pid} is running 5 s later");
+            }
+            let until = Instant::now() + Duration::from_secs(5);
+            while !c.leftovers().is_empty() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(
+                c.leftovers().is_empty(),
+                "cgroups left: {:?}",
+                c.leftovers()
+            );
+        } else {
+            // What the README says survives: everything CMD started.
+            std::thread::sleep(Duration::from_secs(1));
+            let survivors: Vec<u32> = [fg, bg, daemon].into_iter().filter(|p| alive(*p)).collect();
+            for pid in &survivors {
+                signal(*pid, libc::SIGKILL);
+            }
+            assert_eq!(
+                survivors,
+                vec![fg, bg, daemon],
+                "without a cgroup, what CMD started survives lockward and the keeper killed together"
+            );
+        }
+    }
+}

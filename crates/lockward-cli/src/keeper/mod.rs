@@ -18,9 +18,10 @@
 //!
 //! The keeper lives in a process group of its own, so a signal to
 //! lockward's group does not stop it, and it ignores the usual terminating
-//! signals; only SIGKILL of the keeper itself (and what no process tree
-//! can hold, such as a command that asks another daemon to start work)
-//! escapes it.
+//! signals. If it is killed all the same, CMD dies with it (its parent-death
+//! signal), lockward (a subreaper too) inherits the rest of the tree and
+//! ends it before it releases the lock (see [`handle`]), and where CMD has
+//! a cgroup the warden ends it at once (see [`crate::warden`]).
 //!
 //! Messages, one per line. lockward to keeper: `deadline MS` (the deadline
 //! is MS milliseconds from now), `signal N` (forward N to CMD's group),
@@ -30,9 +31,16 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::FromRawFd;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::cgroup::CommandCgroup;
+use crate::tree;
+
+mod handle;
+
+pub use handle::{Keeper, Report};
 
 /// One process of `lockward run` and friends (internal).
 #[derive(clap::Args)]
@@ -49,13 +57,21 @@ pub struct KeeperArgs {
     /// Between SIGTERM and SIGKILL, in ms.
     #[arg(long)]
     grace_ms: u64,
+    /// The cgroup CMD's tree runs in, if it has one.
+    #[arg(long)]
+    cgroup: Option<std::path::PathBuf>,
+    /// A pipe end the keeper holds open and never writes: the warden
+    /// watches the other end.
+    #[arg(long)]
+    hold: Option<i32>,
     /// CMD and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
 }
 
-/// Signals a keeper survives; CMD gets them back at their defaults.
-const IGNORED: [libc::c_int; 5] = [
+/// Signals the keeper and the warden survive; CMD gets them back at their
+/// defaults.
+pub const IGNORED: [libc::c_int; 5] = [
     libc::SIGINT,
     libc::SIGTERM,
     libc::SIGHUP,
@@ -74,11 +90,15 @@ pub fn keep(args: KeeperArgs) -> u8 {
         for sig in IGNORED {
             libc::signal(sig, libc::SIG_IGN);
         }
-        for fd in [args.from, args.to] {
+        // CMD must not hold these: their end of file tells lockward and
+        // the warden that the keeper is gone.
+        for fd in [args.from, args.to].into_iter().chain(args.hold) {
             libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
         }
         (File::from_raw_fd(args.from), File::from_raw_fd(args.to))
     };
+    let cgroup = args.cgroup.map(CommandCgroup::at);
+    let joiner = cgroup.as_ref().map(CommandCgroup::joiner);
     let (program, rest) = args.command.split_first().expect("clap requires CMD");
     let mut cmd = Command::new(program);
     cmd.args(rest)
@@ -88,9 +108,16 @@ pub fn keep(args: KeeperArgs) -> u8 {
     // SAFETY: only async-signal-safe calls run between fork and exec.
     unsafe {
         use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            // Before exec, so that nothing CMD starts is outside it.
+            if joiner.as_ref().is_some_and(|j| !j.join()) {
+                const WARNING: &[u8] =
+                    b"lockward: warning: the command could not join its cgroup; \
+it is bounded by the keeper and lockward only\n";
+                libc::write(2, WARNING.as_ptr().cast(), WARNING.len());
             }
             for sig in IGNORED {
                 libc::signal(sig, libc::SIG_DFL);
@@ -118,6 +145,7 @@ pub fn keep(args: KeeperArgs) -> u8 {
     let (messages, reaped) = read_messages(from);
     let mut tree = Tree {
         cmd_pid,
+        cgroup,
         cmd_status: None,
         grace: Duration::from_millis(args.grace_ms),
         deadline: Instant::now() + Duration::from_millis(args.deadline_ms),
@@ -187,6 +215,8 @@ fn read_messages(
 /// CMD's tree and when it must end.
 struct Tree {
     cmd_pid: libc::pid_t,
+    /// The cgroup CMD's tree runs in, if it has one.
+    cgroup: Option<CommandCgroup>,
     /// CMD's status once it was reaped.
     cmd_status: Option<u8>,
     grace: Duration,
@@ -224,7 +254,7 @@ impl Tree {
                 // without the lock.
                 if !self.cleaning && !self.stopped {
                     self.cleaning = true;
-                    signal_descendants(libc::SIGTERM);
+                    tree::signal_descendants(libc::SIGTERM);
                     self.kill_at = Some(Instant::now() + self.grace);
                 }
             }
@@ -275,7 +305,7 @@ impl Tree {
     /// SIGTERM to the whole tree now (once), SIGKILL at `kill_at`.
     fn stop(&mut self, kill_at: Instant) {
         if !self.stopped {
-            signal_descendants(libc::SIGTERM);
+            tree::signal_descendants(libc::SIGTERM);
             self.stopped = true;
         }
         self.kill_at = Some(self.kill_at.map_or(kill_at, |k| k.min(kill_at)));
@@ -285,29 +315,34 @@ impl Tree {
     /// keeper inherits each one whose parent died, so "no children" means
     /// the whole tree is gone.
     fn kill_all(&mut self) {
-        let give_up = Instant::now() + Duration::from_secs(5);
-        while self.reap() && Instant::now() < give_up {
-            signal_descendants(libc::SIGKILL);
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let (cmd_pid, cgroup) = (self.cmd_pid, self.cgroup.clone());
+        let mut cmd_status = None;
+        tree::kill_all(
+            Duration::from_secs(5),
+            || {
+                if let Some(c) = &cgroup {
+                    c.kill();
+                }
+            },
+            |pid, raw| {
+                if pid == cmd_pid {
+                    cmd_status = Some(exit_code(raw));
+                }
+            },
+        );
+        self.cmd_status = self.cmd_status.or(cmd_status);
     }
 
     /// Reaps every child that exited (keeping CMD's status); whether any
     /// child is left.
     fn reap(&mut self) -> bool {
-        loop {
-            let mut raw = 0;
-            // SAFETY: plain syscall on our own children; WNOHANG never blocks.
-            let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
-            if pid == self.cmd_pid {
-                self.cmd_status = Some(exit_code(raw));
+        let cmd_pid = self.cmd_pid;
+        let status = &mut self.cmd_status;
+        tree::reap(|pid, raw| {
+            if pid == cmd_pid {
+                *status = Some(exit_code(raw));
             }
-            match pid {
-                0 => return true,
-                p if p > 0 => continue,
-                _ => return false,
-            }
-        }
+        })
     }
 }
 
@@ -319,193 +354,5 @@ fn exit_code(raw: libc::c_int) -> u8 {
         (128 + libc::WTERMSIG(raw)).clamp(0, 255) as u8
     } else {
         crate::exit::SOFTWARE
-    }
-}
-
-/// Sends `sig` to every descendant of the keeper (from `/proc`); how many.
-fn signal_descendants(sig: libc::c_int) -> usize {
-    let me = std::process::id() as libc::pid_t;
-    let mut parents = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-                continue;
-            };
-            if let Some(ppid) = parent_of(pid) {
-                parents.push((pid, ppid));
-            }
-        }
-    }
-    let mut tree = vec![me];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(_, p)| *p == parent)
-                .map(|(c, _)| *c),
-        );
-        i += 1;
-    }
-    for pid in &tree[1..] {
-        // SAFETY: plain syscall; a pid already gone gives ESRCH.
-        unsafe { libc::kill(*pid, sig) };
-    }
-    tree.len() - 1
-}
-
-/// The parent of `pid`, from `/proc/PID/stat` (after the command name,
-/// which may hold spaces and parentheses).
-fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, after) = stat.rsplit_once(')')?;
-    after.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// lockward's side of the keeper: its pipes, and its pid for waiting.
-pub struct Keeper {
-    to: File,
-    from: tokio::net::unix::pipe::Receiver,
-    lines: Vec<u8>,
-    process: tokio::process::Child,
-}
-
-/// How the keeper says CMD ended.
-pub enum Report {
-    /// CMD's status, and whether the keeper stopped it.
-    Exited { code: u8, stopped: bool },
-    /// CMD could not be started: lockward's status.
-    Failed(u8),
-}
-
-impl Keeper {
-    /// Starts the keeper, which starts `command` with `env`; the lease's
-    /// local deadline is `deadline`.
-    pub fn start(
-        command: &[String],
-        env: &[(&str, String)],
-        deadline: Instant,
-        grace: Duration,
-    ) -> std::io::Result<Keeper> {
-        let (to_keeper_read, to_keeper) = pipe()?;
-        let (from_keeper, from_keeper_write) = pipe()?;
-        // /proc/self/exe still runs this binary after a deploy replaced or
-        // deleted its file (a long-lived `elect` starts keepers later on).
-        let exe = if cfg!(target_os = "linux") {
-            std::path::PathBuf::from("/proc/self/exe")
-        } else {
-            std::env::current_exe()?
-        };
-        let mut cmd = tokio::process::Command::new(exe);
-        cmd.arg0("lockward")
-            .arg("keeper")
-            .arg("--from")
-            .arg(to_keeper_read.as_raw_fd().to_string())
-            .arg("--to")
-            .arg(from_keeper_write.as_raw_fd().to_string())
-            .arg("--deadline-ms")
-            .arg(millis_until(deadline).to_string())
-            .arg("--grace-ms")
-            .arg(grace.as_millis().to_string())
-            .arg("--")
-            .args(command)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            // CMD's parent is the keeper; this names the lockward to signal.
-            .env("LOCKWARD_PID", std::process::id().to_string())
-            .kill_on_drop(false);
-        let (r, w) = (to_keeper_read.as_raw_fd(), from_keeper_write.as_raw_fd());
-        // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec
-        // on the keeper's two pipe ends.
-        unsafe {
-            cmd.pre_exec(move || {
-                for fd in [r, w] {
-                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let process = cmd.spawn()?;
-        // Our copies of the keeper's ends: closed, so that the keeper's
-        // death (or ours) shows as end of file on the other side.
-        drop((to_keeper_read, from_keeper_write));
-        let from = tokio::net::unix::pipe::Receiver::from_file(from_keeper)?;
-        Ok(Keeper {
-            to: to_keeper,
-            from,
-            lines: Vec::new(),
-            process,
-        })
-    }
-
-    /// Moves the keeper's deadline to `deadline`.
-    pub fn deadline(&mut self, deadline: Instant) {
-        let _ = writeln!(self.to, "deadline {}", millis_until(deadline));
-    }
-
-    /// Forwards `signal` to CMD's group.
-    pub fn signal(&mut self, signal: libc::c_int) {
-        let _ = writeln!(self.to, "signal {signal}");
-    }
-
-    /// The lock is lost: stop the tree.
-    pub fn stop(&mut self) {
-        let _ = writeln!(self.to, "stop");
-    }
-
-    /// Waits for the keeper's report; CMD and its tree are gone by then.
-    ///
-    /// Cancel-safe: a dropped call loses no line already read.
-    pub async fn report(&mut self) -> Report {
-        use tokio::io::AsyncReadExt;
-        loop {
-            if let Some(end) = self.lines.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.lines.drain(..=end).collect();
-                let line = String::from_utf8_lossy(&line);
-                let words: Vec<&str> = line.split_whitespace().collect();
-                match words.as_slice() {
-                    ["exited", code, stopped] => {
-                        let _ = self.process.wait().await;
-                        return Report::Exited {
-                            code: code.parse().unwrap_or(crate::exit::SOFTWARE),
-                            stopped: *stopped == "1",
-                        };
-                    }
-                    ["failed", code] => {
-                        let _ = self.process.wait().await;
-                        return Report::Failed(code.parse().unwrap_or(crate::exit::SOFTWARE));
-                    }
-                    _ => continue,
-                }
-            }
-            let mut buf = [0u8; 256];
-            match self.from.read(&mut buf).await {
-                Ok(0) | Err(_) => {
-                    // The keeper died without a report.
-                    let _ = self.process.wait().await;
-                    eprintln!("lockward: the command's keeper ended unexpectedly");
-                    return Report::Failed(crate::exit::SOFTWARE);
-                }
-                Ok(n) => self.lines.extend_from_slice(&buf[..n]),
-            }
-        }
-    }
-}
-
-fn millis_until(at: Instant) -> u128 {
-    at.saturating_duration_since(Instant::now()).as_millis()
-}
-
-/// A pipe, both ends close-on-exec: (read, write).
-fn pipe() -> std::io::Result<(File, File)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills both fds on success; each is owned once.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])))
     }
 }
