@@ -4,10 +4,11 @@
 //! Where the machine lets lockward create cgroups (cgroup v2 with a
 //! writable directory for lockward's own cgroup: root, systemd's
 //! `Delegate=yes`, a container given its own cgroup namespace), each command
-//! gets `lockward-PID-N` beside lockward's own cgroup's processes. No
-//! process of the tree can leave it, and writing `cgroup.kill` ends all of
-//! it in one step, so the warden (see [`crate::warden`]) can end the tree
-//! even when lockward and the keeper died together.
+//! gets `lockward-PID-N` inside lockward's own cgroup. CMD joins it before
+//! its exec, so everything it starts is born inside (leaving takes rights
+//! over other cgroups), and writing `cgroup.kill` ends all of it in one
+//! step: the warden (see [`crate::warden`]) can end the tree even when
+//! lockward and the keeper died together.
 //!
 //! `LOCKWARD_CGROUP=off` turns the layer off; `LOCKWARD_CGROUP=DIR` puts
 //! the commands' cgroups under DIR instead.

@@ -6,7 +6,8 @@ use lockward::Error;
 pub const USAGE: u8 = 64;
 /// The store could not be reached.
 pub const UNAVAILABLE: u8 = 69;
-/// An internal error or an unexpected reply from the store.
+/// An internal error or an unexpected reply from the store; also the
+/// command's keeper killed (its tree ended before the lock was released).
 pub const SOFTWARE: u8 = 70;
 /// The lock could not be had (`--no-wait`, or the wait ran out).
 pub const NOT_ACQUIRED: u8 = 75;
@@ -23,7 +24,8 @@ Exit status:
   the command's own    when it ran (128+N when it was killed by signal N)
   64                   bad arguments (name, TTL, duration, URL), or asked of a store that cannot
   69                   the store could not be reached
-  70                   internal error or unexpected reply from the store
+  70                   internal error or unexpected reply from the store, or the command's
+                       keeper was killed (its tree was ended before the lock was released)
   75                   the lock could not be had (--no-wait, or --wait ran out)
   76                   the lock was lost while the command ran; it was terminated
   126                  the command could not be executed

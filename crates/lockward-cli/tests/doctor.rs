@@ -96,3 +96,56 @@ fn an_unreachable_store_exits_69_without_its_password() {
     assert!(text.contains(&port.to_string()), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
 }
+
+/// The doctor says which layers bound a command's tree here, each tried:
+/// the subreapers always on Linux; the cgroup as the machine allows, and
+/// a warning when it is turned off.
+#[test]
+fn doctor_reports_the_command_tree_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("l.db").display());
+    let (_, report) = doctor(&store);
+    assert_eq!(
+        level_of(&report, "command tree: subreapers"),
+        Some("ok"),
+        "{report}"
+    );
+    let expected = if can_make_a_cgroup() { "ok" } else { "warning" };
+    eprintln!("this machine's cgroup layer: {expected}");
+    assert_eq!(
+        level_of(&report, "command tree: cgroup"),
+        Some(expected),
+        "{report}"
+    );
+    let out = Command::new(lockward())
+        .args(["--store", &store, "doctor", "--json"])
+        .env("LOCKWARD_CGROUP", "off")
+        .output()
+        .unwrap();
+    let off: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        level_of(&off, "command tree: cgroup"),
+        Some("warning"),
+        "{off}"
+    );
+    let detail = off["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "command tree: cgroup")
+        .unwrap()["detail"]
+        .to_string();
+    assert!(detail.contains("LOCKWARD_CGROUP=off"), "{detail}");
+}
+
+/// Whether this process can make a cgroup v2 under its own (what the
+/// doctor's probe needs first).
+fn can_make_a_cgroup() -> bool {
+    let Ok(own) = common::own_cgroup_dir() else {
+        return false;
+    };
+    let dir = own.join(format!("lockward-doctor-test-{}", std::process::id()));
+    let made = std::fs::create_dir(&dir).is_ok() && dir.join("cgroup.kill").exists();
+    let _ = std::fs::remove_dir(&dir);
+    made
+}

@@ -203,24 +203,11 @@ impl TestCgroup {
     /// One under this process's own cgroup, or why the machine does not
     /// allow it.
     fn make() -> Result<TestCgroup, String> {
-        let mountinfo =
-            std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
-        let mount = mountinfo
-            .lines()
-            .find_map(|l| {
-                let (before, after) = l.split_once(" - ")?;
-                (after.split_whitespace().next()? == "cgroup2")
-                    .then(|| before.split_whitespace().nth(4).map(str::to_string))?
-            })
-            .ok_or("no cgroup v2 file system is mounted")?;
-        let own = std::fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| e.to_string())?
-            .lines()
-            .find_map(|l| l.strip_prefix("0::").map(str::to_string))
-            .ok_or("this process is in no cgroup v2")?;
-        let dir = Path::new(&mount)
-            .join(own.trim_start_matches('/'))
-            .join(format!("lockward-test-{}-{}", std::process::id(), now_ns()));
+        let dir = common::own_cgroup_dir()?.join(format!(
+            "lockward-test-{}-{}",
+            std::process::id(),
+            now_ns()
+        ));
         std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(TestCgroup(dir))
     }

@@ -164,3 +164,22 @@ pub fn every_store(dir: &Path) -> EveryStore {
         _servers: servers,
     }
 }
+
+/// This process's own cgroup v2 directory, or why there is none.
+pub fn own_cgroup_dir() -> Result<std::path::PathBuf, String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
+    let mount = mountinfo
+        .lines()
+        .find_map(|l| {
+            let (before, after) = l.split_once(" - ")?;
+            (after.split_whitespace().next()? == "cgroup2")
+                .then(|| before.split_whitespace().nth(4).map(str::to_string))?
+        })
+        .ok_or("no cgroup v2 file system is mounted")?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| e.to_string())?
+        .lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+        .ok_or("this process is in no cgroup v2")?;
+    Ok(Path::new(&mount).join(own.trim_start_matches('/')))
+}
