@@ -1,6 +1,9 @@
 //! A held lock with behaviour: renewal, the lost signal, release.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -38,50 +41,81 @@ pub struct Guard {
 }
 
 /// A cloneable handle on a guard's lost signal, usable after the guard
-/// moved (for example into a `select!` beside the work it protects).
+/// moved (for example into a `select!` beside the work it protects). A
+/// [`MultiGuard`](crate::MultiGuard)'s signal watches every lock it holds:
+/// its deadline is the earliest, and it fires when any one is lost.
 #[derive(Debug, Clone)]
-pub struct LostSignal(watch::Receiver<Standing>);
+pub struct LostSignal(Vec<watch::Receiver<Standing>>);
 
 impl LostSignal {
-    /// The lease's current local deadline.
+    pub(crate) fn of_all(guards: &[Guard]) -> LostSignal {
+        LostSignal(guards.iter().map(|g| g.standing.subscribe()).collect())
+    }
+
+    /// The lease's current local deadline (the earliest, for several).
     pub fn deadline(&self) -> Instant {
-        self.0.borrow().deadline
+        self.0
+            .iter()
+            .map(|rx| rx.borrow().deadline)
+            .min()
+            .unwrap_or_else(Instant::now)
     }
 
     /// Resolves at the next change of standing (a renewal moved the
-    /// deadline, or the lease was lost or ended).
+    /// deadline, or the lease was lost or ended). Cancel-safe: dropping the
+    /// future misses nothing, the next call sees the change.
     pub async fn changed(&mut self) {
-        if self.0.changed().await.is_err() {
-            std::future::pending::<()>().await;
-        }
+        // One future per lock, kept across polls so each stays registered.
+        let mut each: Vec<Pin<Box<dyn Future<Output = bool> + Send + '_>>> = self
+            .0
+            .iter_mut()
+            .map(|rx| Box::pin(async move { rx.changed().await.is_ok() }) as _)
+            .collect();
+        std::future::poll_fn(|cx| {
+            let mut at = 0;
+            while at < each.len() {
+                match each[at].as_mut().poll(cx) {
+                    Poll::Ready(true) => return Poll::Ready(()),
+                    // That guard is gone; wait on the others (or forever).
+                    Poll::Ready(false) => drop(each.swap_remove(at)),
+                    Poll::Pending => at += 1,
+                }
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Whether the lease is known to be gone or its deadline has passed.
     pub fn is_lost(&self) -> bool {
-        self.0.borrow().lost_at(Instant::now()).is_some()
+        self.lost_reason().is_some()
+    }
+
+    fn lost_reason(&self) -> Option<LostReason> {
+        let now = Instant::now();
+        self.0.iter().find_map(|rx| rx.borrow().lost_at(now))
     }
 
     /// Resolves when the lease is lost: renewal refused, session ended, or
     /// the local deadline passed. Never resolves while the lease is healthy,
-    /// nor after a clean release.
+    /// nor after a clean release. Cancel-safe.
     pub async fn wait(&mut self) -> LostReason {
         loop {
-            let standing = *self.0.borrow_and_update();
-            if standing.ended {
+            for rx in &mut self.0 {
+                rx.borrow_and_update();
+            }
+            if self.0.iter().any(|rx| rx.borrow().ended) {
+                // Let go on purpose: it will never be "lost".
                 std::future::pending::<()>().await;
             }
-            if let Some(reason) = standing.lost_at(Instant::now()) {
+            if let Some(reason) = self.lost_reason() {
                 return reason;
             }
+            let deadline = self.deadline();
+            let mut watched = self.clone();
             tokio::select! {
-                changed = self.0.changed() => {
-                    if changed.is_err() {
-                        // The guard is gone: the lock was let go on
-                        // purpose, so it will never be "lost".
-                        std::future::pending::<()>().await;
-                    }
-                }
-                _ = tokio::time::sleep_until(standing.deadline.into()) => {}
+                _ = watched.changed() => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
             }
         }
     }
@@ -155,7 +189,7 @@ impl Guard {
 
     /// A handle on the lost signal that does not borrow the guard.
     pub fn lost_signal(&self) -> LostSignal {
-        LostSignal(self.standing.subscribe())
+        LostSignal(vec![self.standing.subscribe()])
     }
 
     /// Extends the lease to `ttl` from now (or its TTL when `None`).

@@ -31,7 +31,7 @@
 //!
 //! Built on the lock: [`fence`] (resources that refuse stale tokens),
 //! [`recipe::election`] (leader election with client-go's timing),
-//! [`recipe::Semaphore`], [`recipe::Idempotency`], [`recipe::Optimistic`],
+//! multi-locks ([`Store::acquire_all`]), [`recipe::Semaphore`], [`recipe::Idempotency`], [`recipe::Optimistic`],
 //! rate limits ([`recipe::FixedWindow`], [`recipe::Gcra`]) and, with the
 //! `cron` feature, `recipe::cron` (at most one run per fire time).
 
@@ -60,5 +60,6 @@ pub use lease::{local_deadline, Lease, LockInfo};
 pub use name::{Name, MAX_NAME_BYTES};
 pub use options::{LockOptions, Renewal, MAX_WAIT};
 pub use owner::OwnerId;
+pub use recipe::MultiGuard;
 pub use store::Store;
 pub use url::{StoreUrl, DEFAULT_SQLITE_PATH};

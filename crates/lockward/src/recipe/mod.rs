@@ -4,12 +4,14 @@
 pub mod cron;
 pub mod election;
 pub mod idempotency;
+pub mod multi_lock;
 pub mod optimistic;
 pub mod rate_limit;
 pub mod semaphore;
 
 pub use election::{Candidate, ElectionConfig, Leadership, Revoked};
 pub use idempotency::{Begun, Claim, Idempotency, IdempotencyError, Idempotent};
+pub use multi_lock::MultiGuard;
 pub use optimistic::{Applied, Change, Optimistic, UpdateError, Updated};
 pub use rate_limit::{Decision, FixedWindow, Gcra};
 pub use semaphore::{Permit, Semaphore};

@@ -5,6 +5,7 @@
 mod fence;
 mod input;
 mod lock;
+mod multi_lock;
 mod recipes;
 mod records;
 mod waiting;
@@ -80,6 +81,10 @@ fn all_checks() -> Vec<Check> {
         lock::inspect_and_list,
         lock::drop_releases,
         lock::paused_holder_learns_it_lost,
+        multi_lock::multi_lock_takes_all_or_nothing,
+        multi_lock::multi_lock_order_cannot_deadlock,
+        multi_lock::multi_lock_is_lost_when_one_is,
+        multi_lock::multi_lock_refuses_bad_name_lists,
         waiting::waiter_wakes_promptly,
         waiting::every_waiter_gets_the_lock,
         waiting::waiters_in_fifo_order if |c| c.fifo,
