@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use lockward::recipe::cron::{CronJob, CronOptions, Outcome};
+use lockward::recipe::cron::{CronJob, CronOptions, Outcome, Overlap, Turn};
 use lockward::Store;
 use serde::Serialize;
 
 use crate::exit;
 use crate::lease::{parse_duration, parse_duration_or_zero};
-use crate::run::{run_under, Ended};
+use crate::run::{run_while, Ended};
 use crate::stop::StopRequest;
 
 /// Run CMD at each fire time of EXPR on exactly one of the instances running this line.
@@ -28,6 +28,11 @@ pub struct CronArgs {
     /// Hold it at most this long: CMD is stopped then.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub lock_at_most: Duration,
+    /// When a fire time comes while the job still runs (on any instance):
+    /// `forbid` skips it (written to the ledger), `allow` runs both,
+    /// `replace` stops the running one, then runs the new one.
+    #[arg(long, default_value = "forbid", value_parser = parse_overlap)]
+    pub overlap: Overlap,
     /// The command and its arguments, after `--`; `LOCKWARD_FIRE_TIME` holds the fire time.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -81,6 +86,7 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
     let options = CronOptions {
         lock_at_least_for: args.lock_at_least,
         lock_at_most_for: args.lock_at_most,
+        overlap: args.overlap,
         ..Default::default()
     };
     let job = match job(store, &args.name, &args.expression, &args.tz, options) {
@@ -109,9 +115,16 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         }
         // Not cancelled midway: a claim half made would leave a ledger
         // record that says "running" for ever.
-        let claim = match job.claim(fire).await {
-            Ok(Some(c)) => c,
-            Ok(None) => continue,
+        let claim = match job.take_turn(fire).await {
+            Ok(Turn::Run(c)) => c,
+            Ok(Turn::Taken) => continue,
+            Ok(Turn::Skipped { running }) => {
+                eprintln!(
+                    "lockward: fire time {fire} skipped: {} still runs on {running}",
+                    args.name
+                );
+                continue;
+            }
             Err(e) => {
                 eprintln!("lockward: fire time {fire}: {e}");
                 continue;
@@ -122,10 +135,17 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
             ("LOCKWARD_FIRE_TIME", fire.to_rfc3339()),
             ("LOCKWARD_FENCE", claim.fence().to_string()),
         ];
-        let outcome = match run_under(claim.guard(), &args.command, &env, grace).await {
+        let held = claim.lost_signal();
+        let replaced = async {
+            claim.replaced().await;
+            format!("a later fire time of {} replaces this one", args.name)
+        };
+        let outcome = match run_while(&held, &args.name, replaced, &args.command, &env, grace).await
+        {
             Ended::Exited(0) => Outcome::Succeeded,
             Ended::Exited(code) => Outcome::Failed(format!("exit status {code}")),
             Ended::Lost => Outcome::Failed("stopped: lock_at_most_for passed".into()),
+            Ended::Stopped => Outcome::Failed("stopped: replaced by a later fire time".into()),
             Ended::Failed(code) => {
                 Outcome::Failed(format!("could not run (lockward status {code})"))
             }
@@ -144,10 +164,15 @@ fn stopped(name: &str, signal: &str) -> u8 {
     0
 }
 
+fn parse_overlap(text: &str) -> Result<Overlap, String> {
+    text.parse().map_err(|e: lockward::Error| e.to_string())
+}
+
 #[derive(Serialize)]
 struct Row {
     fire_time: String,
     missed: bool,
+    skipped: bool,
     instance: Option<String>,
     start: Option<String>,
     end: Option<String>,
@@ -206,6 +231,10 @@ pub async fn cron_log(store: &Store, args: CronLogArgs) -> u8 {
         .map(|e| Row {
             fire_time: e.fire_time.to_rfc3339(),
             missed: e.execution.is_none(),
+            skipped: e
+                .execution
+                .as_ref()
+                .is_some_and(|x| matches!(x.outcome, Outcome::Skipped(_))),
             instance: e.execution.as_ref().map(|x| x.instance.clone()),
             start: e.execution.as_ref().map(|x| x.start.to_rfc3339()),
             end: e
@@ -216,6 +245,7 @@ pub async fn cron_log(store: &Store, args: CronLogArgs) -> u8 {
                 Outcome::Running => "running".to_string(),
                 Outcome::Succeeded => "succeeded".to_string(),
                 Outcome::Failed(why) => format!("failed: {why}"),
+                Outcome::Skipped(why) => format!("skipped: {why}"),
             }),
             fence: e.execution.as_ref().map(|x| x.fence),
         })
@@ -229,6 +259,9 @@ pub async fn cron_log(store: &Store, args: CronLogArgs) -> u8 {
     }
     for r in &rows {
         match (&r.instance, &r.outcome) {
+            (Some(_), Some(outcome)) if r.skipped => {
+                println!("{}  SKIPPED  {outcome}", r.fire_time)
+            }
             (Some(who), Some(outcome)) => println!("{}  {who}  {outcome}", r.fire_time),
             _ => println!("{}  MISSED", r.fire_time),
         }

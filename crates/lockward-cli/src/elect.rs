@@ -99,7 +99,7 @@ pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
         let _ = leadership.resign().await;
         match ended {
             Ended::Exited(code) | Ended::Failed(code) => return code,
-            Ended::Lost => {
+            Ended::Lost | Ended::Stopped => {
                 eprintln!("lockward: {identity} lost the leadership of {} (epoch {epoch}); the command was stopped", args.name);
                 if let Some(signal) = stop.arrived() {
                     return stopped(&args.name, signal);

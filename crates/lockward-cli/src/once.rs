@@ -119,7 +119,7 @@ pub async fn once(store: &Store, args: OnceArgs) -> u8 {
                     code
                 }
                 Ended::Failed(code) => code,
-                Ended::Lost => exit::LOST,
+                Ended::Lost | Ended::Stopped => exit::LOST,
             }
         }
     }

@@ -1,19 +1,25 @@
-//! `lockward run NAME -- CMD ARGS…`: CMD runs only while the lock is held.
+//! `lockward run NAME [NAME…] -- CMD ARGS…`: CMD runs only while the lock
+//! (or every one of the locks) is held.
 
+use std::future::Future;
 use std::time::Duration;
 
-use lockward::{Guard, Store};
+use lockward::{Guard, LostSignal, MultiGuard, Store};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::exit;
 use crate::keeper::{Keeper, Report};
 use crate::lease::LeaseArgs;
 
-/// Run CMD while holding lock NAME, renewing it; CMD is stopped if the lock is lost.
+/// Run CMD while holding lock NAME (or every NAME, taken all or nothing), renewing it; CMD is stopped if a lock is lost.
 #[derive(clap::Args)]
+#[command(after_long_help = MULTI_HELP)]
 pub struct RunArgs {
-    /// The lock's name.
-    pub name: String,
+    /// The lock's name; several names are taken all or nothing, in one
+    /// order whatever order they are given in, so two runs that name the
+    /// same locks in different orders cannot deadlock.
+    #[arg(required = true, num_args = 1.., value_name = "NAME")]
+    pub names: Vec<String>,
     #[command(flatten)]
     pub lease: LeaseArgs,
     /// The command and its arguments, after `--`; run directly, not by a shell.
@@ -21,30 +27,81 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
-/// Takes the lock, runs CMD under it, and returns lockward's exit status.
+const MULTI_HELP: &str = "\
+With several names, CMD gets LOCKWARD_NAME_1, LOCKWARD_FENCE_1, LOCKWARD_NAME_2, \
+LOCKWARD_FENCE_2, … in the order the names were given (LOCKWARD_NAME and LOCKWARD_FENCE \
+are the first's); the wait (--wait) is one, over every name; CMD is stopped when any one \
+lock is lost.";
+
+/// Takes the lock (or every lock), runs CMD under it, and returns
+/// lockward's exit status.
 pub async fn run(store: &Store, args: RunArgs) -> u8 {
     let (opts, grace) = match args.lease.options(store) {
         Ok(checked) => checked,
         Err(status) => return status,
     };
+    if let [name] = args.names.as_slice() {
+        let acquired = if args.lease.no_wait {
+            store.try_acquire(name, &opts).await
+        } else {
+            store.acquire(name, &opts).await
+        };
+        let guard = match acquired {
+            Ok(guard) => guard,
+            Err(e) => {
+                eprintln!("lockward: {e}");
+                return exit::for_error(&e);
+            }
+        };
+        let env = vec![
+            ("LOCKWARD_NAME", name.clone()),
+            ("LOCKWARD_FENCE", guard.fence().to_string()),
+            ("LOCKWARD_STORE", store.address()),
+        ];
+        return run_and_release(guard, &args.command, &env, grace).await.0;
+    }
     let acquired = if args.lease.no_wait {
-        store.try_acquire(&args.name, &opts).await
+        store.try_acquire_all(&args.names, &opts).await
     } else {
-        store.acquire(&args.name, &opts).await
+        store.acquire_all(&args.names, &opts).await
     };
-    let guard = match acquired {
-        Ok(guard) => guard,
+    let all = match acquired {
+        Ok(all) => all,
         Err(e) => {
             eprintln!("lockward: {e}");
             return exit::for_error(&e);
         }
     };
-    let env = vec![
-        ("LOCKWARD_NAME", args.name.clone()),
-        ("LOCKWARD_FENCE", guard.fence().to_string()),
-        ("LOCKWARD_STORE", store.address()),
+    let owned = multi_env(&all, &args.names, store);
+    let env: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let held = all.lost_signal();
+    let ended = run_while(
+        &held,
+        &args.names.join(", "),
+        never(),
+        &args.command,
+        &env,
+        grace,
+    )
+    .await;
+    let released = all.release().await;
+    finish(ended, released).0
+}
+
+/// CMD's environment under several locks: each name and fence numbered in
+/// the order given, the first also as `LOCKWARD_NAME`/`LOCKWARD_FENCE`.
+fn multi_env(all: &MultiGuard, names: &[String], store: &Store) -> Vec<(String, String)> {
+    let fence = |name: &str| all.fence(name).unwrap_or_default().to_string();
+    let mut env = vec![
+        ("LOCKWARD_NAME".to_string(), names[0].clone()),
+        ("LOCKWARD_FENCE".to_string(), fence(&names[0])),
+        ("LOCKWARD_STORE".to_string(), store.address()),
     ];
-    run_and_release(guard, &args.command, &env, grace).await.0
+    for (i, name) in names.iter().enumerate() {
+        env.push((format!("LOCKWARD_NAME_{}", i + 1), name.clone()));
+        env.push((format!("LOCKWARD_FENCE_{}", i + 1), fence(name)));
+    }
+    env
 }
 
 /// Runs CMD under `guard`, releases the lock, and returns lockward's exit
@@ -57,6 +114,12 @@ pub async fn run_and_release(
 ) -> (u8, bool) {
     let ended = run_under(&guard, command, env, grace).await;
     let released = guard.release().await;
+    finish(ended, released)
+}
+
+/// lockward's exit status once CMD ended and the locks were released, and
+/// whether CMD exited by itself with status 0.
+fn finish(ended: Ended, released: lockward::Result<()>) -> (u8, bool) {
     match ended {
         Ended::Exited(code) => {
             if let Err(e) = released {
@@ -65,7 +128,7 @@ pub async fn run_and_release(
             (code, code == 0)
         }
         Ended::Failed(code) => (code, false),
-        Ended::Lost => (exit::LOST, false),
+        Ended::Lost | Ended::Stopped => (exit::LOST, false),
     }
 }
 
@@ -75,6 +138,8 @@ pub enum Ended {
     Exited(u8),
     /// The lock was lost and the command was stopped.
     Lost,
+    /// The command was stopped on request (the `stop` of [`run_while`]).
+    Stopped,
     /// It could not be started or waited for: lockward's status.
     Failed(u8),
 }
@@ -87,14 +152,34 @@ pub async fn run_under(
     env: &[(&str, String)],
     grace: Duration,
 ) -> Ended {
+    let held = guard.lost_signal();
+    run_while(&held, guard.name().as_str(), never(), command, env, grace).await
+}
+
+/// A stop request that never comes.
+fn never() -> impl Future<Output = String> {
+    std::future::pending()
+}
+
+/// Starts `command` with `env` while the locks behind `held` (named `what`
+/// in messages) are held, and supervises it; the caller releases them.
+/// When `stop` resolves (with why), CMD is stopped as on a loss.
+pub async fn run_while(
+    held: &LostSignal,
+    what: &str,
+    stop: impl Future<Output = String>,
+    command: &[String],
+    env: &[(&str, String)],
+    grace: Duration,
+) -> Ended {
     // Listen before CMD starts, so a signal sent as soon as it runs is
     // forwarded rather than lost (or fatal to lockward).
     let Some(signals) = Signals::install() else {
         eprintln!("lockward: cannot install signal handlers");
         return Ended::Failed(exit::SOFTWARE);
     };
-    match Keeper::start(command, env, guard.deadline(), grace) {
-        Ok(keeper) => supervise(guard, keeper, signals).await,
+    match Keeper::start(command, env, held.deadline(), grace) {
+        Ok(keeper) => supervise(held, what, stop, keeper, signals).await,
         Err(e) => {
             eprintln!("lockward: cannot start the command's keeper: {e}");
             Ended::Failed(exit::SOFTWARE)
@@ -128,12 +213,21 @@ impl Signals {
 /// it, so CMD is gone before the store can give the lock to someone else,
 /// even if lockward is frozen or killed (see [`crate::keeper`]). lockward
 /// moves the deadline after each renewal, tells the keeper when the lock is
-/// lost outright (SIGTERM at once, SIGKILL after the grace period), and
-/// forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to CMD's group.
-async fn supervise(guard: &Guard, mut keeper: Keeper, signals: Signals) -> Ended {
-    let mut lost = guard.lost_signal();
-    let mut renewed = guard.lost_signal();
+/// lost outright or `stop` resolves (SIGTERM at once, SIGKILL after the
+/// grace period), and forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to CMD's
+/// group.
+async fn supervise(
+    held: &LostSignal,
+    what: &str,
+    stop: impl Future<Output = String>,
+    mut keeper: Keeper,
+    signals: Signals,
+) -> Ended {
+    let mut lost = held.clone();
+    let mut renewed = held.clone();
     let mut lost_seen = false;
+    let mut told = false;
+    let mut stop = std::pin::pin!(stop);
     let Signals {
         mut int,
         mut term,
@@ -145,10 +239,15 @@ async fn supervise(guard: &Guard, mut keeper: Keeper, signals: Signals) -> Ended
             report = keeper.report() => break report,
             reason = lost.wait(), if !lost_seen => {
                 lost_seen = true;
-                eprintln!("lockward: lock {} lost ({reason}); stopping the command", guard.name());
+                eprintln!("lockward: lock {what} lost ({reason}); stopping the command");
                 keeper.stop();
             }
-            _ = renewed.changed() => keeper.deadline(guard.deadline()),
+            why = &mut stop, if !told && !lost_seen => {
+                told = true;
+                eprintln!("lockward: {why}; stopping the command");
+                keeper.stop();
+            }
+            _ = renewed.changed() => keeper.deadline(held.deadline()),
             _ = int.recv() => keeper.signal(libc::SIGINT),
             _ = term.recv() => keeper.signal(libc::SIGTERM),
             _ = hup.recv() => keeper.signal(libc::SIGHUP),
@@ -157,6 +256,7 @@ async fn supervise(guard: &Guard, mut keeper: Keeper, signals: Signals) -> Ended
     };
     match report {
         Report::Failed(code) => Ended::Failed(code),
+        Report::Exited { .. } if told => Ended::Stopped,
         Report::Exited { stopped, .. } if stopped || lost_seen => Ended::Lost,
         Report::Exited { code, .. } => Ended::Exited(code),
     }

@@ -48,8 +48,8 @@ pub struct Guard {
 pub struct LostSignal(Vec<watch::Receiver<Standing>>);
 
 impl LostSignal {
-    pub(crate) fn of_all(guards: &[Guard]) -> LostSignal {
-        LostSignal(guards.iter().map(|g| g.standing.subscribe()).collect())
+    pub(crate) fn of_all<'a>(guards: impl IntoIterator<Item = &'a Guard>) -> LostSignal {
+        LostSignal(guards.into_iter().map(|g| g.standing.subscribe()).collect())
     }
 
     /// The lease's current local deadline (the earliest, for several).

@@ -2,6 +2,8 @@
 //! checks its declared capabilities call for. Every check takes a fixture,
 //! so it runs unchanged on every backend.
 
+#[cfg(feature = "cron")]
+mod cron;
 mod fence;
 mod input;
 mod lock;
@@ -64,7 +66,8 @@ macro_rules! checks {
 }
 
 fn all_checks() -> Vec<Check> {
-    checks![
+    #[allow(unused_mut)]
+    let mut checks = checks![
         input::bad_input,
         lock::mutual_exclusion,
         lock::fences_increase,
@@ -103,7 +106,13 @@ fn all_checks() -> Vec<Check> {
         recipes::idempotency_runs_once,
         recipes::optimistic_updates_lose_nothing,
         recipes::rate_limits_hold,
-    ]
+    ];
+    #[cfg(feature = "cron")]
+    checks.extend(checks![
+        cron::cron_overlap_forbid_skips_and_allow_runs,
+        cron::cron_overlap_replace_stops_the_running_one,
+    ]);
+    checks
 }
 
 /// Adds the trials of one backend, named `BACKEND::CHECK`: every check that

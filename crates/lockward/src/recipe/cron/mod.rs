@@ -11,6 +11,13 @@
 //! `lock_at_most_for` (a hung job cannot block later fire times forever)
 //! and at least `lock_at_least_for`.
 //!
+//! A job never runs twice at the same time unless asked to: with the
+//! default [`Overlap::Forbid`] a fire time whose job is still running
+//! elsewhere is skipped (and the skip is written to the ledger), with
+//! [`Overlap::Replace`] the running execution is told to stop and the new
+//! one starts once it has, and [`Overlap::Allow`] runs them side by side
+//! (see [`overlap`]).
+//!
 //! The ledger (fire time, instance, start, end, outcome) lives in the store
 //! for `retention`; [`CronJob::ledger`] also reports the fire times nobody
 //! ran.
@@ -37,10 +44,14 @@ use chrono_tz::Tz;
 use croner::Cron;
 
 use crate::error::{Error, Result};
-use crate::guard::Guard;
+use crate::guard::{Guard, LostSignal};
 use crate::name::Name;
 use crate::options::{LockOptions, Renewal};
 use crate::store::Store;
+
+pub mod overlap;
+
+pub use overlap::Overlap;
 
 /// Lock and ledger settings of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +63,9 @@ pub struct CronOptions {
     pub lock_at_most_for: Duration,
     /// How long the ledger keeps an execution (default 7 days).
     pub retention: Duration,
+    /// What happens when a fire time comes while the job still runs
+    /// (default [`Overlap::Forbid`]).
+    pub overlap: Overlap,
 }
 
 impl Default for CronOptions {
@@ -60,6 +74,7 @@ impl Default for CronOptions {
             lock_at_least_for: Duration::ZERO,
             lock_at_most_for: Duration::from_secs(600),
             retention: Duration::from_secs(7 * 24 * 3600),
+            overlap: Overlap::Forbid,
         }
     }
 }
@@ -73,6 +88,9 @@ pub enum Outcome {
     Succeeded,
     /// The job failed; why.
     Failed(String),
+    /// Not run: the job was still running (on the instance named, where
+    /// known) and the overlap policy forbids a second execution.
+    Skipped(String),
 }
 
 /// One line of the ledger.
@@ -105,6 +123,7 @@ impl Execution {
             Outcome::Running => "running".to_string(),
             Outcome::Succeeded => "succeeded".to_string(),
             Outcome::Failed(why) => format!("failed:{}", why.replace(['\t', '\n'], " ")),
+            Outcome::Skipped(why) => format!("skipped:{}", why.replace(['\t', '\n'], " ")),
         };
         let end = self
             .end
@@ -128,6 +147,9 @@ impl Execution {
         let outcome = match f.next()? {
             "running" => Outcome::Running,
             "succeeded" => Outcome::Succeeded,
+            other if other.starts_with("skipped:") => {
+                Outcome::Skipped(other["skipped:".len()..].to_string())
+            }
             other => Outcome::Failed(other.strip_prefix("failed:").unwrap_or(other).to_string()),
         };
         let fence = f.next()?.parse().ok()?;
@@ -231,41 +253,98 @@ impl CronJob {
     }
 
     /// Claims fire time `fire` for this instance: `None` when another
-    /// instance runs or ran it. Call [`Claim::finish`] when the job ends.
+    /// instance runs or ran it, or when it was skipped because the job
+    /// still runs (see [`CronJob::take_turn`], which says which). Call
+    /// [`Claim::finish`] when the job ends.
+    ///
+    /// Cancellation: not cancel-safe; a claim dropped half made leaves its
+    /// lock to expire at `lock_at_most_for` and may leave its fire time
+    /// marked as running.
     pub async fn claim(&self, fire: DateTime<Utc>) -> Result<Option<Claim>> {
+        Ok(match self.take_turn(fire).await? {
+            Turn::Run(claim) => Some(*claim),
+            Turn::Taken | Turn::Skipped { .. } => None,
+        })
+    }
+
+    /// Takes fire time `fire` for this instance if it is this instance's to
+    /// run, as the overlap policy says. With [`Overlap::Replace`] this
+    /// waits (at most `lock_at_most_for`) for the running execution to
+    /// stop.
+    ///
+    /// Cancellation: as for [`CronJob::claim`].
+    pub async fn take_turn(&self, fire: DateTime<Utc>) -> Result<Turn> {
         let slot = self.slot(fire);
-        let opts = LockOptions::new()
-            .ttl(self.options.lock_at_most_for)
-            .renewal(Renewal::Off)
-            .label(self.instance.clone());
+        let opts = self.lock_options();
         let guard = match self.store.try_acquire(&slot, &opts).await {
             Ok(g) => g,
-            Err(Error::Busy { .. }) => return Ok(None),
+            Err(Error::Busy { .. }) => return Ok(Turn::Taken),
             Err(e) => return Err(e),
         };
-        let execution = Execution {
-            instance: self.instance.clone(),
-            start: Utc::now(),
-            end: None,
-            outcome: Outcome::Running,
-            fence: guard.fence(),
-        };
         let key = Name::new(slot)?;
+        let running = match overlap::take_running(self, &guard).await {
+            Ok(overlap::Running::Taken(running)) => running,
+            Ok(overlap::Running::Elsewhere(holder)) => {
+                let instance = holder.unwrap_or_else(|| "another instance".into());
+                let skipped = self.execution(
+                    &guard,
+                    Outcome::Skipped(format!("still running on {instance}")),
+                );
+                let recorded = self
+                    .store
+                    .insert_record(key.as_str(), &skipped.encode(), self.options.retention)
+                    .await;
+                let _ = guard.release().await;
+                return Ok(match recorded? {
+                    true => Turn::Skipped { running: instance },
+                    false => Turn::Taken,
+                });
+            }
+            Err(e) => {
+                let _ = guard.release().await;
+                return Err(e);
+            }
+        };
+        let execution = self.execution(&guard, Outcome::Running);
         if !self
             .store
             .insert_record(key.as_str(), &execution.encode(), self.options.retention)
             .await?
         {
             // Ran already (the lock was released after it).
+            if let Some(r) = running {
+                let _ = r.release().await;
+            }
             let _ = guard.release().await;
-            return Ok(None);
+            return Ok(Turn::Taken);
         }
-        Ok(Some(Claim {
+        Ok(Turn::Run(Box::new(Claim {
             guard,
+            running,
             key,
             execution,
             job: self.clone(),
-        }))
+        })))
+    }
+
+    /// The lock options of a fire time's lock and of the job's running
+    /// lock: held at most `lock_at_most_for`, never renewed.
+    fn lock_options(&self) -> LockOptions {
+        LockOptions::new()
+            .ttl(self.options.lock_at_most_for)
+            .renewal(Renewal::Off)
+            .label(self.instance.clone())
+    }
+
+    fn execution(&self, guard: &Guard, outcome: Outcome) -> Execution {
+        let now = Utc::now();
+        Execution {
+            instance: self.instance.clone(),
+            start: now,
+            end: matches!(outcome, Outcome::Skipped(_)).then_some(now),
+            outcome,
+            fence: guard.fence(),
+        }
     }
 
     /// The ledger from `since` to `until`: every fire time in between, with
@@ -316,10 +395,27 @@ impl CronJob {
     }
 }
 
+/// What [`CronJob::take_turn`] found.
+#[derive(Debug)]
+pub enum Turn {
+    /// This instance runs the fire time.
+    Run(Box<Claim>),
+    /// Another instance runs or ran it.
+    Taken,
+    /// Skipped (and written to the ledger): the job still runs on
+    /// `running` and the policy is [`Overlap::Forbid`].
+    Skipped {
+        /// The instance still running the job, or "another instance".
+        running: String,
+    },
+}
+
 /// This instance runs one fire time.
 #[derive(Debug)]
 pub struct Claim {
     guard: Guard,
+    /// The job's running lock, unless the policy is [`Overlap::Allow`].
+    running: Option<Guard>,
     key: Name,
     execution: Execution,
     job: CronJob,
@@ -337,8 +433,34 @@ impl Claim {
         self.execution.fence
     }
 
-    /// Records the end and outcome, keeps the lock until `lock_at_least_for`
+    /// One signal over this execution's locks (the fire time's and the
+    /// job's running lock): it fires when either is lost, at
+    /// `lock_at_most_for` at the latest.
+    pub fn lost_signal(&self) -> LostSignal {
+        LostSignal::of_all(std::iter::once(&self.guard).chain(&self.running))
+    }
+
+    /// With [`Overlap::Replace`], resolves when a later fire time asks this
+    /// execution to stop (the job should then end, and [`Claim::finish`]
+    /// let the next one start); never resolves otherwise. Looks every
+    /// [`overlap::REPLACE_POLL`].
+    ///
+    /// Cancel-safe: it only reads.
+    pub async fn replaced(&self) {
+        match &self.running {
+            Some(running) if self.job.options.overlap == Overlap::Replace => {
+                overlap::replaced(&self.job, running).await
+            }
+            _ => std::future::pending().await,
+        }
+    }
+
+    /// Records the end and outcome, lets the job run again (releases its
+    /// running lock), keeps the fire time's lock until `lock_at_least_for`
     /// after the start, then releases it.
+    ///
+    /// Cancellation: dropping the future releases the locks not yet
+    /// released in the background; the outcome may be unrecorded.
     pub async fn finish(mut self, outcome: Outcome) -> Result<()> {
         self.execution.end = Some(Utc::now());
         self.execution.outcome = outcome;
@@ -350,6 +472,12 @@ impl Claim {
                 self.job.options.retention,
             )
             .await?;
+        if let Some(running) = self.running.take() {
+            match running.release().await {
+                Ok(()) | Err(Error::Lost { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let held = (Utc::now() - self.execution.start)
             .to_std()
             .unwrap_or_default();
