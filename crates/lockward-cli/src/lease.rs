@@ -24,6 +24,13 @@ pub struct LeaseArgs {
     /// Between SIGTERM and SIGKILL when the lock is lost (default TTL/4).
     #[arg(long, value_parser = parse_duration)]
     pub grace: Option<Duration>,
+    /// If this holder dies or freezes without releasing, nobody gets the
+    /// lock for this long after its lease ran out (a clean release frees it
+    /// at once): for resources that cannot check fences. Not on stores
+    /// that free locks when a session ends (ZooKeeper, PostgreSQL advisory
+    /// mode).
+    #[arg(long, value_parser = parse_duration)]
+    pub lock_delay: Option<Duration>,
 }
 
 impl LeaseArgs {
@@ -46,6 +53,13 @@ impl LeaseArgs {
         let mut opts = LockOptions::new().ttl(ttl).label(crate::holder::label());
         if let Some(wait) = self.wait {
             opts = opts.wait(wait);
+        }
+        if let Some(delay) = self.lock_delay {
+            opts = opts.lock_delay(delay);
+        }
+        if let Err(e) = opts.validate() {
+            eprintln!("lockward: {e}");
+            return Err(exit::USAGE);
         }
         Ok((opts, grace))
     }

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::backend::Backend;
 use crate::error::{Error, LostReason, Result};
-use crate::lease::{local_deadline, Lease};
+use crate::lease::Lease;
 use crate::name::Name;
 use crate::renewer::{Renewer, SharedStanding, Standing};
 
@@ -125,11 +125,13 @@ impl Guard {
     pub(crate) fn new(
         backend: Arc<dyn Backend>,
         lease: Lease,
+        lock_delay: Duration,
         renewal: Option<(Duration, Arc<Renewer>)>,
     ) -> Self {
         let (standing, _) = watch::channel(Standing {
             deadline: lease.deadline,
             ttl: lease.ttl,
+            lock_delay,
             lost: None,
             ended: false,
         });
@@ -200,15 +202,16 @@ impl Guard {
             return Err(self.lost_error(reason));
         }
         let started = Instant::now();
+        let delay = self.standing.borrow().lock_delay;
         match self
             .backend
-            .extend(&self.lease.name, self.lease.owner, ttl)
+            .extend(&self.lease.name, self.lease.owner, ttl + delay)
             .await
         {
             Ok(()) => {
                 self.standing.send_modify(|s| {
-                    s.deadline = local_deadline(started, ttl);
                     s.ttl = ttl;
+                    s.deadline = s.deadline_from(started);
                 });
                 Ok(())
             }

@@ -27,6 +27,7 @@ pub struct LockOptions {
     pub(crate) wait: Option<Duration>,
     pub(crate) renewal: Renewal,
     pub(crate) label: Option<String>,
+    pub(crate) lock_delay: Duration,
 }
 
 /// Whether a guard renews its lease in the background.
@@ -47,6 +48,7 @@ impl Default for LockOptions {
             wait: None,
             renewal: Renewal::Auto,
             label: None,
+            lock_delay: Duration::ZERO,
         }
     }
 }
@@ -88,6 +90,36 @@ impl LockOptions {
         self
     }
 
+    /// After this lease ends *without* a release (its holder died, froze
+    /// or lost its connection past the TTL), nobody can take the name for
+    /// `delay`; a release frees it at once. Off (zero) by default.
+    ///
+    /// The protection for resources that cannot check fences: a holder
+    /// paused past its deadline gets `delay` more to notice before anyone
+    /// else acts. The store's own clock enforces it: the lease lives
+    /// `ttl + delay` on the store while the holder's deadline stays
+    /// `ttl − drift` from the request. Stores that free a lock the moment
+    /// its session ends (ZooKeeper, PostgreSQL advisory mode) cannot hold
+    /// it back: acquisitions with a delay fail there with
+    /// [`Error::NotSupported`] (see [`Capabilities::lock_delay`](crate::Capabilities::lock_delay)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = lockward::LockOptions::new()
+    ///     .ttl(Duration::from_secs(10))
+    ///     .lock_delay(Duration::from_secs(15));
+    /// assert_eq!(opts.get_lock_delay(), Duration::from_secs(15));
+    /// ```
+    pub fn lock_delay(mut self, delay: Duration) -> Self {
+        self.lock_delay = delay;
+        self
+    }
+
+    /// The configured lock-delay (zero: off).
+    pub fn get_lock_delay(&self) -> Duration {
+        self.lock_delay
+    }
+
     /// The configured TTL.
     pub fn get_ttl(&self) -> Duration {
         self.ttl
@@ -111,6 +143,31 @@ impl LockOptions {
     /// add it); called by the store before it sends anything.
     pub fn validate(&self) -> Result<()> {
         check_ttl(self.ttl)?;
+        if !self.lock_delay.is_zero() {
+            // The store keeps the lease for both.
+            check_ttl(self.ttl.saturating_add(self.lock_delay)).map_err(|_| {
+                Error::invalid(
+                    "lock_delay",
+                    format!(
+                        "the TTL {:?} and the lock-delay {:?} together are longer than a lease can be",
+                        self.ttl, self.lock_delay
+                    ),
+                )
+            })?;
+            // The deadline allows for clock drift over the whole stored
+            // lease; a TTL that the drift eats up would be lost at once.
+            let drift = (self.ttl + self.lock_delay) / 100 + Duration::from_millis(2);
+            if self.ttl <= drift * 2 {
+                return Err(Error::invalid(
+                    "lock_delay",
+                    format!(
+                        "a lock-delay of {:?} needs a TTL above {:?} (twice the clock drift allowed over both)",
+                        self.lock_delay,
+                        drift * 2
+                    ),
+                ));
+            }
+        }
         if let Some(wait) = self.wait {
             if wait > MAX_WAIT {
                 return Err(Error::invalid(

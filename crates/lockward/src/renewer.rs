@@ -24,13 +24,26 @@ use crate::owner::OwnerId;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Standing {
     pub deadline: Instant,
+    /// The holder's TTL; the store keeps the lease `lock_delay` longer.
     pub ttl: Duration,
+    pub lock_delay: Duration,
     pub lost: Option<LostReason>,
     /// Released or dropped on purpose: never renewed, never "lost".
     pub ended: bool,
 }
 
 impl Standing {
+    /// The TTL the store keeps the lease for.
+    pub fn store_ttl(&self) -> Duration {
+        self.ttl + self.lock_delay
+    }
+
+    /// The local deadline of a lease the store kept from a request sent at
+    /// `started`: the lock-delay comes after it.
+    pub fn deadline_from(&self, started: Instant) -> Instant {
+        local_deadline(started, self.store_ttl()) - self.lock_delay
+    }
+
     pub fn lost_at(&self, now: Instant) -> Option<LostReason> {
         if self.ended {
             return None;
@@ -176,12 +189,12 @@ async fn renew_once(
     let started = Instant::now();
     let attempt = tokio::time::timeout_at(
         current.deadline.into(),
-        backend.extend(&entry.name, entry.owner, current.ttl),
+        backend.extend(&entry.name, entry.owner, current.store_ttl()),
     )
     .await;
     match attempt {
         Ok(Ok(())) => {
-            standing.send_modify(|s| s.deadline = local_deadline(started, s.ttl));
+            standing.send_modify(|s| s.deadline = s.deadline_from(started));
             let _ = tx.send(Msg::Reschedule(id, Instant::now() + entry.every));
         }
         Ok(Err(Error::NotOwner { .. })) => lose(LostReason::TakenOver),

@@ -31,3 +31,12 @@ pub struct Capabilities {
     /// on durable stores whose records live on disk, not in memory.
     pub permanent_records: bool,
 }
+
+impl Capabilities {
+    /// Whether a lock-delay ([`LockOptions::lock_delay`](crate::LockOptions::lock_delay))
+    /// can be enforced: the store frees locks by time, not the moment a
+    /// holder's session ends.
+    pub const fn lock_delay(&self) -> bool {
+        self.expires && !self.server_detects_loss
+    }
+}

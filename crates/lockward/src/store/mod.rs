@@ -138,7 +138,7 @@ impl Store {
     /// Takes the lock if it is free, else fails at once with [`Error::Busy`].
     pub async fn try_acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
         let name = Name::new(name.as_ref())?;
-        opts.validate()?;
+        self.check(opts)?;
         let owner = OwnerId::random();
         let started = Instant::now();
         let req = request(&name, owner, opts);
@@ -157,7 +157,7 @@ impl Store {
     /// ([`Error::TimedOut`] then). Drop the future to cancel the wait.
     pub async fn acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
         let name = Name::new(name.as_ref())?;
-        opts.validate()?;
+        self.check(opts)?;
         let owner = OwnerId::random();
         let began = Instant::now();
         let deadline = opts.wait.map(|w| began + w);
@@ -241,6 +241,20 @@ impl Store {
         self.backend.list(prefix).await
     }
 
+    /// The options checked, and possible on this store.
+    fn check(&self, opts: &LockOptions) -> Result<()> {
+        opts.validate()?;
+        if !opts.lock_delay.is_zero() && !self.capabilities().lock_delay() {
+            return Err(Error::NotSupported {
+                address: self.address(),
+                what: "a lock-delay",
+                why: "this store frees a lock the moment its holder's session ends, so it \
+                      cannot hold the name back; use a store that frees locks by time",
+            });
+        }
+        Ok(())
+    }
+
     fn guard(
         &self,
         name: Name,
@@ -254,7 +268,7 @@ impl Store {
             owner,
             fence,
             ttl: opts.ttl,
-            deadline: local_deadline(started, opts.ttl),
+            deadline: local_deadline(started, opts.ttl + opts.lock_delay) - opts.lock_delay,
         };
         let renewal = opts.renew_interval().map(|every| {
             let mut slot = self.renewer.lock().unwrap_or_else(|p| p.into_inner());
@@ -268,7 +282,7 @@ impl Store {
             };
             (every, renewer)
         });
-        Guard::new(self.backend.clone(), lease, renewal)
+        Guard::new(self.backend.clone(), lease, opts.lock_delay, renewal)
     }
 }
 
@@ -276,7 +290,8 @@ fn request<'a>(name: &'a Name, owner: OwnerId, opts: &'a LockOptions) -> Request
     Request {
         name,
         owner,
-        ttl: opts.ttl,
+        // The store keeps it through the lock-delay (see LockOptions::lock_delay).
+        ttl: opts.ttl + opts.lock_delay,
         label: opts.label.as_deref(),
     }
 }

@@ -7,6 +7,7 @@ mod cron;
 mod fence;
 mod input;
 mod lock;
+mod lock_delay;
 mod multi_lock;
 mod recipes;
 mod records;
@@ -84,6 +85,8 @@ fn all_checks() -> Vec<Check> {
         lock::inspect_and_list,
         lock::drop_releases,
         lock::paused_holder_learns_it_lost,
+        lock_delay::lock_delay_holds_a_lapsed_lease_back if |c| c.lock_delay(),
+        lock_delay::lock_delay_is_refused_where_sessions_free_locks if |c| !c.lock_delay(),
         multi_lock::multi_lock_takes_all_or_nothing,
         multi_lock::multi_lock_order_cannot_deadlock,
         multi_lock::multi_lock_is_lost_when_one_is,
