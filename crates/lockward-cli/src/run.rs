@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use lockward::{Guard, LostSignal, MultiGuard, Store};
+use lockward::recipe::RwLock;
+use lockward::{Guard, LockOptions, LostSignal, MultiGuard, Store};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::exit;
@@ -20,6 +21,11 @@ pub struct RunArgs {
     /// same locks in different orders cannot deadlock.
     #[arg(required = true, num_args = 1.., value_name = "NAME")]
     pub names: Vec<String>,
+    /// Take the read side of NAME: any number of shared runs hold it
+    /// together, and a run without --shared (the write side) waits for
+    /// them; a waiting write side goes before shared runs that come after.
+    #[arg(long)]
+    pub shared: bool,
     #[command(flatten)]
     pub lease: LeaseArgs,
     /// The command and its arguments, after `--`; run directly, not by a shell.
@@ -40,11 +46,15 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         Ok(checked) => checked,
         Err(status) => return status,
     };
+    if args.shared {
+        return run_shared(store, &args, &opts, grace).await;
+    }
     if let [name] = args.names.as_slice() {
-        let acquired = if args.lease.no_wait {
-            store.try_acquire(name, &opts).await
-        } else {
-            store.acquire(name, &opts).await
+        // The write side: also waits for any --shared runs to finish.
+        let acquired = match RwLock::new(store.clone(), name) {
+            Ok(lock) if args.lease.no_wait => lock.try_write(&opts).await,
+            Ok(lock) => lock.write(&opts).await,
+            Err(e) => Err(e),
         };
         let guard = match acquired {
             Ok(guard) => guard,
@@ -72,6 +82,22 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
             return exit::for_error(&e);
         }
     };
+    // The write side of each: --shared runs of any of them finish first.
+    for guard in all.guards() {
+        let excluded = match RwLock::new(store.clone(), guard.name()) {
+            Ok(lock) if args.lease.no_wait => {
+                lock.exclude_readers(guard, &opts.clone().wait(Duration::ZERO))
+                    .await
+            }
+            Ok(lock) => lock.exclude_readers(guard, &opts).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = excluded {
+            let _ = all.release().await;
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    }
     let owned = multi_env(&all, &args.names, store);
     let env: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let held = all.lost_signal();
@@ -85,6 +111,36 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
     )
     .await;
     let released = all.release().await;
+    finish(ended, released).0
+}
+
+/// `run NAME --shared`: CMD under the read side of NAME.
+async fn run_shared(store: &Store, args: &RunArgs, opts: &LockOptions, grace: Duration) -> u8 {
+    let [name] = args.names.as_slice() else {
+        eprintln!("lockward: --shared takes exactly one NAME");
+        return exit::USAGE;
+    };
+    let acquired = match RwLock::new(store.clone(), name) {
+        Ok(lock) if args.lease.no_wait => lock.try_read(opts).await,
+        Ok(lock) => lock.read(opts).await,
+        Err(e) => Err(e),
+    };
+    let reader = match acquired {
+        Ok(reader) => reader,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
+    };
+    let env = vec![
+        ("LOCKWARD_NAME", name.clone()),
+        ("LOCKWARD_FENCE", reader.fence().to_string()),
+        ("LOCKWARD_SHARED", "1".to_string()),
+        ("LOCKWARD_STORE", store.address()),
+    ];
+    let held = reader.lost_signal();
+    let ended = run_while(&held, name, never(), &args.command, &env, grace).await;
+    let released = reader.release().await;
     finish(ended, released).0
 }
 

@@ -7,6 +7,7 @@ pub mod idempotency;
 pub mod multi_lock;
 pub mod optimistic;
 pub mod rate_limit;
+pub mod rw_lock;
 pub mod semaphore;
 
 pub use election::{Candidate, ElectionConfig, Leadership, Revoked};
@@ -14,4 +15,5 @@ pub use idempotency::{Begun, Claim, Idempotency, IdempotencyError, Idempotent};
 pub use multi_lock::MultiGuard;
 pub use optimistic::{Applied, Change, Optimistic, UpdateError, Updated};
 pub use rate_limit::{Decision, FixedWindow, Gcra};
+pub use rw_lock::{ReadGuard, RwLock};
 pub use semaphore::{Permit, Semaphore};

@@ -11,6 +11,7 @@ mod lock_delay;
 mod multi_lock;
 mod recipes;
 mod records;
+mod rw_lock;
 mod waiting;
 
 pub use waiting::{run_waiter, WAITER_ENV};
@@ -91,6 +92,8 @@ fn all_checks() -> Vec<Check> {
         multi_lock::multi_lock_order_cannot_deadlock,
         multi_lock::multi_lock_is_lost_when_one_is,
         multi_lock::multi_lock_refuses_bad_name_lists,
+        rw_lock::rw_lock_readers_share_and_a_writer_excludes,
+        rw_lock::rw_lock_waiting_writer_goes_before_later_readers,
         waiting::waiter_wakes_promptly,
         waiting::every_waiter_gets_the_lock,
         waiting::waiters_in_fifo_order if |c| c.fifo,

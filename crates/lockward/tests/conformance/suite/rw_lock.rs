@@ -1,0 +1,118 @@
+//! Read-write locks: readers share, a writer excludes both, a waiting
+//! writer goes before readers that come after it, fences order them all.
+
+use std::time::{Duration, Instant};
+
+use lockward::recipe::RwLock;
+use lockward::{Error, LockOptions};
+
+use super::{unique, Fixture};
+
+fn opts() -> LockOptions {
+    LockOptions::new()
+        .ttl(Duration::from_secs(10))
+        .wait(Duration::from_secs(10))
+}
+
+/// Three readers on separate handles hold together; a writer is refused
+/// until they are gone, then excludes readers and writers; its fence is
+/// above every reader's.
+pub async fn rw_lock_readers_share_and_a_writer_excludes(f: &dyn Fixture) {
+    let name = unique("rw");
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let lock = RwLock::new(f.store().await, &name).unwrap();
+        readers.push(lock.try_read(&opts()).await.expect("readers share"));
+    }
+    let lock = RwLock::new(f.store().await, &name).unwrap();
+    assert_eq!(lock.readers().await.unwrap(), 3);
+    let refused = lock.try_write(&opts()).await;
+    assert!(
+        matches!(&refused, Err(Error::Busy { name: n }) if *n == name),
+        "{refused:?}"
+    );
+    assert!(
+        lock.try_read(&opts()).await.is_ok_and(|r| {
+            drop(r);
+            true
+        }),
+        "a reader was refused after a refused writer"
+    );
+    let max_read_fence = readers.iter().map(|r| r.fence()).max().unwrap();
+    for r in readers {
+        r.release().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let writer = lock
+        .write(&opts())
+        .await
+        .expect("free once the readers left");
+    assert!(writer.fence() > max_read_fence);
+    let other = RwLock::new(f.store().await, &name).unwrap();
+    assert!(matches!(
+        other.try_read(&opts()).await,
+        Err(Error::Busy { .. })
+    ));
+    assert!(matches!(
+        other.try_write(&opts()).await,
+        Err(Error::Busy { .. })
+    ));
+    writer.release().await.unwrap();
+    let reader = other
+        .try_read(&opts())
+        .await
+        .expect("free once the writer left");
+    assert!(reader.fence() > max_read_fence);
+    reader.release().await.unwrap();
+}
+
+/// A writer waiting for a reader is granted before a reader that came
+/// after it; fences follow that order.
+pub async fn rw_lock_waiting_writer_goes_before_later_readers(f: &dyn Fixture) {
+    let name = unique("rw-order");
+    let first = RwLock::new(f.store().await, &name).unwrap();
+    let early = first.read(&opts()).await.unwrap();
+
+    let writer_lock = RwLock::new(f.store().await, &name).unwrap();
+    let writer = tokio::spawn(async move {
+        let w = writer_lock.write(&opts()).await.expect("writer");
+        let granted = Instant::now();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let fence = w.fence();
+        w.release().await.unwrap();
+        (granted, Instant::now(), fence)
+    });
+    // The writer holds the name and waits for the reader to finish.
+    let probe = f.store().await;
+    let until = Instant::now() + Duration::from_secs(5);
+    while probe.inspect(&name).await.unwrap().is_none() {
+        assert!(Instant::now() < until, "the writer never queued");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let late_lock = RwLock::new(f.store().await, &name).unwrap();
+    let late = tokio::spawn(async move {
+        let r = late_lock.read(&opts()).await.expect("late reader");
+        (Instant::now(), r)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !writer.is_finished(),
+        "the writer did not wait for the reader"
+    );
+    assert!(
+        !late.is_finished(),
+        "a later reader overtook the waiting writer"
+    );
+    let early_fence = early.fence();
+    early.release().await.unwrap();
+    let (granted, released, writer_fence) = writer.await.unwrap();
+    let (late_at, late_reader) = late.await.unwrap();
+    assert!(
+        late_at >= released,
+        "the later reader ran beside the writer"
+    );
+    assert!(granted < late_at);
+    assert!(writer_fence > early_fence);
+    assert!(late_reader.fence() > writer_fence);
+    late_reader.release().await.unwrap();
+}
