@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use lockward::recipe::RwLock;
 use lockward::{Error, LockOptions, LostReason, Renewal, Store};
 use lockward_testkit::zookeeper::compile_curator_program;
 use lockward_testkit::ZookeeperEnsemble;
@@ -25,11 +26,17 @@ struct Curator {
 
 impl Curator {
     fn start(connect: &str, path: &str) -> Curator {
+        Curator::start_as(connect, path, "mutex")
+    }
+
+    /// `side`: `mutex`, or `read` / `write` for a side of Curator's
+    /// `InterProcessReadWriteLock`.
+    fn start_as(connect: &str, path: &str, side: &str) -> Curator {
         let dir = tempfile::tempdir().unwrap().keep();
         let source = include_str!("java/CuratorLock.java");
         let classpath = compile_curator_program(&dir, "CuratorLock", source);
         let mut child = Command::new("java")
-            .args(["-cp", &classpath, "CuratorLock", connect, path])
+            .args(["-cp", &classpath, "CuratorLock", connect, path, side])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -116,6 +123,68 @@ async fn curator_and_lockward_exclude_each_other() {
     guard.release().await.unwrap();
     assert_eq!(curator.ask("try 5000"), "ACQUIRED");
     assert_eq!(curator.ask("release"), "RELEASED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_read_write_lock_and_lockward_exclude_each_other() {
+    let zk = ZookeeperEnsemble::start_single();
+    let store = Store::open(&zk.url()).await.unwrap();
+    let lock = RwLock::new(store.clone(), "rw-interop").unwrap();
+    let connect = zk.endpoints().join(",");
+    let mut reader = Curator::start_as(&connect, "/lockward/rw-interop", "read");
+    let mut writer = Curator::start_as(&connect, "/lockward/rw-interop", "write");
+
+    // Curator's writer holds: lockward can neither read nor write.
+    assert_eq!(writer.ask("acquire"), "ACQUIRED");
+    assert!(matches!(
+        lock.try_read(&opts(10_000)).await,
+        Err(Error::Busy { .. })
+    ));
+    assert!(matches!(
+        lock.try_write(&opts(10_000)).await,
+        Err(Error::Busy { .. })
+    ));
+    let waiting_reader = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.read(&opts(10_000).wait(Duration::from_secs(10))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting_reader.is_finished(),
+        "lockward read beside Curator's writer"
+    );
+    assert_eq!(writer.ask("release"), "RELEASED");
+    let lockward_reader = waiting_reader
+        .await
+        .unwrap()
+        .expect("read after Curator's writer left");
+
+    // lockward reads: Curator's reader shares, Curator's writer waits.
+    assert_eq!(reader.ask("try 5000"), "ACQUIRED");
+    assert_eq!(writer.ask("try 300"), "BUSY");
+    assert!(matches!(
+        lock.try_write(&opts(10_000)).await,
+        Err(Error::Busy { .. })
+    ));
+    assert_eq!(reader.ask("release"), "RELEASED");
+    let read_fence = lockward_reader.fence();
+    lockward_reader.release().await.unwrap();
+
+    // lockward writes: Curator can neither read nor write.
+    let lockward_writer = lock.write(&opts(10_000)).await.unwrap();
+    assert!(lockward_writer.fence() > read_fence);
+    assert_eq!(reader.ask("try 300"), "BUSY");
+    assert_eq!(writer.ask("try 300"), "BUSY");
+    lockward_writer.release().await.unwrap();
+    assert_eq!(writer.ask("try 5000"), "ACQUIRED");
+    // Curator's writer holds again: a lockward writer waits for it.
+    assert!(matches!(
+        lock.try_write(&opts(10_000)).await,
+        Err(Error::Busy { .. })
+    ));
+    assert_eq!(writer.ask("release"), "RELEASED");
+    assert_eq!(reader.ask("try 5000"), "ACQUIRED");
+    assert_eq!(reader.ask("release"), "RELEASED");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -30,6 +30,10 @@ pub struct Capabilities {
     /// Records can be kept forever (permanent idempotency results): only
     /// on durable stores whose records live on disk, not in memory.
     pub permanent_records: bool,
+    /// Read-write locks are native, in a layout other clients share
+    /// (ZooKeeper: Curator's `InterProcessReadWriteLock`); elsewhere
+    /// [`RwLock`](crate::recipe::RwLock) is built on a lock and a semaphore.
+    pub native_rw_lock: bool,
 }
 
 impl Capabilities {

@@ -23,6 +23,20 @@ pub struct Request<'a> {
     pub ttl: Duration,
     /// Human label of the holder, stored where the backend can.
     pub label: Option<&'a str>,
+    /// Which kind of hold is asked for. Only a backend that declares
+    /// [`Capabilities::native_rw_lock`] gets anything but [`Kind::Mutex`].
+    pub kind: Kind,
+}
+
+/// The kind of hold a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A plain exclusive lock.
+    Mutex,
+    /// The write side of a native read-write lock: exclusive.
+    Writer,
+    /// The read side of a native read-write lock: shared with readers.
+    Reader,
 }
 
 /// The outcome of one non-waiting attempt.

@@ -29,7 +29,7 @@ pub use capabilities::Capabilities;
 // Helpers for the backends; a build with few backends uses none of them.
 #[allow(unused_imports)]
 pub(crate) use locks::{inspect_each, owner_checked};
-pub use locks::{Attempt, Grant, LockBackend, Request};
+pub use locks::{Attempt, Grant, Kind, LockBackend, Request};
 #[allow(unused_imports)]
 pub(crate) use queued::{acquire_in_line, InLine, Leave};
 pub use records::{RecordBackend, Versioned};

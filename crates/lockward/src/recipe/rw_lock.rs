@@ -25,6 +25,14 @@
 //! than the last writer; readers admitted together may share nothing but
 //! their order.
 //!
+//! **Native.** On a store that declares
+//! [`Capabilities::native_rw_lock`](crate::Capabilities::native_rw_lock)
+//! (ZooKeeper) readers and writers are the store's own: there, in the
+//! layout of Curator's `InterProcessReadWriteLock`, so Java services on
+//! Curator and lockward share one read-write lock. Fences are then the
+//! store's own per-node ones (ZooKeeper: the node's creation zxid), ordered
+//! the same way.
+//!
 //! The exclusive side is [`RwLock::write`], not a plain
 //! [`Store::acquire`] of `NAME`: a plain holder of `NAME` keeps new readers
 //! out but does not wait for those already reading.
@@ -51,6 +59,7 @@
 use std::time::Instant;
 
 use super::semaphore::{Permit, Semaphore, MAX_PERMITS};
+use crate::backend::Kind;
 use crate::error::{Error, LostReason, Result};
 use crate::guard::{Guard, LostSignal};
 use crate::name::Name;
@@ -69,9 +78,18 @@ pub struct RwLock {
 /// and the reader's fence (see the [module docs](self)).
 #[derive(Debug)]
 pub struct ReadGuard {
-    permit: Permit,
+    hold: ReadHold,
     fence: u64,
     name: Name,
+}
+
+/// What holds a read side.
+#[derive(Debug)]
+enum ReadHold {
+    /// A permit of the readers' semaphore.
+    Permit(Permit),
+    /// The store's own reader lock.
+    Native(Guard),
 }
 
 impl RwLock {
@@ -97,6 +115,13 @@ impl RwLock {
     /// Cancellation: dropping the future gives up the place in line; a
     /// permit taken at that moment frees at its TTL at the latest.
     pub async fn read(&self, opts: &LockOptions) -> Result<ReadGuard> {
+        if self.native() {
+            let reader = self
+                .store
+                .acquire_as(self.name.as_str(), opts, Kind::Reader)
+                .await?;
+            return Ok(self.native_reader(reader));
+        }
         let gate = self.store.acquire(&self.name, opts).await?;
         self.admit_reader(gate, opts).await
     }
@@ -104,6 +129,13 @@ impl RwLock {
     /// Takes the read side if no writer holds or waits, else fails at once
     /// with [`Error::Busy`]. Cancellation: as for [`read`](RwLock::read).
     pub async fn try_read(&self, opts: &LockOptions) -> Result<ReadGuard> {
+        if self.native() {
+            let reader = self
+                .store
+                .try_acquire_as(self.name.as_str(), opts, Kind::Reader)
+                .await?;
+            return Ok(self.native_reader(reader));
+        }
         let gate = self.store.try_acquire(&self.name, opts).await?;
         self.admit_reader(gate, opts).await
     }
@@ -116,6 +148,12 @@ impl RwLock {
     /// Cancellation: dropping the future releases `NAME` (in the
     /// background, as a dropped guard does) and gives up the wait.
     pub async fn write(&self, opts: &LockOptions) -> Result<Guard> {
+        if self.native() {
+            return self
+                .store
+                .acquire_as(self.name.as_str(), opts, Kind::Writer)
+                .await;
+        }
         let began = Instant::now();
         let writer = self.store.acquire(&self.name, opts).await?;
         let mut drain = opts.clone();
@@ -140,6 +178,12 @@ impl RwLock {
     /// Takes the write side if nobody reads or writes, else fails at once
     /// with [`Error::Busy`]. Cancellation: as for [`write`](RwLock::write).
     pub async fn try_write(&self, opts: &LockOptions) -> Result<Guard> {
+        if self.native() {
+            return self
+                .store
+                .try_acquire_as(self.name.as_str(), opts, Kind::Writer)
+                .await;
+        }
         let writer = self.store.try_acquire(&self.name, opts).await?;
         match self.drain(opts, false).await {
             Ok(()) => Ok(writer),
@@ -158,7 +202,9 @@ impl RwLock {
     /// Turns a plain hold of `NAME` (for example one lock of a
     /// [`MultiGuard`](crate::MultiGuard)) into the write side: waits (up to
     /// the options' wait) until no reader holds the lock. [`Error::InvalidArgument`]
-    /// when `held` is not this lock's name.
+    /// when `held` is not this lock's name. On a native store a plain hold
+    /// already waited for the readers ahead of it and keeps lockward's
+    /// readers out (but not other clients' readers, such as Curator's).
     ///
     /// Cancellation: dropping the future gives up the wait; `held` stays
     /// held.
@@ -169,6 +215,9 @@ impl RwLock {
                 format!("it holds \"{}\", not \"{}\"", held.name(), self.name),
             ));
         }
+        if self.native() {
+            return Ok(());
+        }
         self.drain(opts, true).await.map_err(|e| match e {
             Error::TimedOut { waited, .. } => Error::TimedOut {
                 name: self.name.to_string(),
@@ -178,10 +227,31 @@ impl RwLock {
         })
     }
 
-    /// How many readers hold the lock now (one read of the readers' ledger
-    /// and a look at each reader's slot). Cancelling it changes nothing.
+    /// How many readers hold the lock now, where the lock is built on a
+    /// semaphore (one read of the readers' ledger and a look at each
+    /// reader's slot); [`Error::NotSupported`] on a native store. Cancelling
+    /// it changes nothing.
     pub async fn readers(&self) -> Result<u32> {
+        if self.native() {
+            return Err(Error::NotSupported {
+                address: self.store.address(),
+                what: "counting readers",
+                why: "readers there are the store's own nodes; see `status`",
+            });
+        }
         self.readers.held().await
+    }
+
+    fn native(&self) -> bool {
+        self.store.capabilities().native_rw_lock
+    }
+
+    fn native_reader(&self, reader: Guard) -> ReadGuard {
+        ReadGuard {
+            fence: reader.fence(),
+            hold: ReadHold::Native(reader),
+            name: self.name.clone(),
+        }
     }
 
     /// With `gate` (the pass through `NAME`) held: a permit, then `gate`
@@ -192,7 +262,7 @@ impl RwLock {
         let permit = self.readers.try_acquire(opts).await;
         let _ = gate.release().await;
         Ok(ReadGuard {
-            permit: permit?,
+            hold: ReadHold::Permit(permit?),
             fence,
             name: self.name.clone(),
         })
@@ -227,29 +297,36 @@ impl ReadGuard {
         &self.name
     }
 
-    /// The reader's own lease (a slot lock of the readers' semaphore).
+    /// The reader's own lease: a slot lock of the readers' semaphore, or
+    /// the store's own reader lock where it is native.
     pub fn guard(&self) -> &Guard {
-        self.permit.guard()
+        match &self.hold {
+            ReadHold::Permit(permit) => permit.guard(),
+            ReadHold::Native(guard) => guard,
+        }
     }
 
     /// The local deadline of the reader's lease.
     pub fn deadline(&self) -> Instant {
-        self.permit.guard().deadline()
+        self.guard().deadline()
     }
 
     /// A handle on the reader's lost signal.
     pub fn lost_signal(&self) -> LostSignal {
-        self.permit.guard().lost_signal()
+        self.guard().lost_signal()
     }
 
     /// Resolves when the reader's lease is lost. Cancel-safe.
     pub async fn lost(&self) -> LostReason {
-        self.permit.guard().lost().await
+        self.guard().lost().await
     }
 
     /// Gives the read side back. Cancellation: as for
     /// [`Permit::release`].
     pub async fn release(self) -> Result<()> {
-        self.permit.release().await
+        match self.hold {
+            ReadHold::Permit(permit) => permit.release().await,
+            ReadHold::Native(guard) => guard.release().await,
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::backend::memory::MemoryBackend;
-use crate::backend::{Attempt, Backend, Capabilities, Request};
+use crate::backend::{Attempt, Backend, Capabilities, Kind, Request};
 use crate::duration::check_ttl;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
@@ -137,11 +137,22 @@ impl Store {
 
     /// Takes the lock if it is free, else fails at once with [`Error::Busy`].
     pub async fn try_acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
-        let name = Name::new(name.as_ref())?;
+        self.try_acquire_as(name.as_ref(), opts, Kind::Mutex).await
+    }
+
+    /// [`try_acquire`](Store::try_acquire) of a kind of hold; only a store
+    /// with native read-write locks gets more than [`Kind::Mutex`].
+    pub(crate) async fn try_acquire_as(
+        &self,
+        name: &str,
+        opts: &LockOptions,
+        kind: Kind,
+    ) -> Result<Guard> {
+        let name = Name::new(name)?;
         self.check(opts)?;
         let owner = OwnerId::random();
         let started = Instant::now();
-        let req = request(&name, owner, opts);
+        let req = request(&name, owner, opts, kind);
         let in_flight = InFlight::new(&self.backend, &name, owner);
         let attempt = self.backend.try_acquire(&req).await;
         in_flight.finished();
@@ -156,12 +167,23 @@ impl Store {
     /// Takes the lock, waiting for it up to the options' wait limit
     /// ([`Error::TimedOut`] then). Drop the future to cancel the wait.
     pub async fn acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
-        let name = Name::new(name.as_ref())?;
+        self.acquire_as(name.as_ref(), opts, Kind::Mutex).await
+    }
+
+    /// [`acquire`](Store::acquire) of a kind of hold; only a store with
+    /// native read-write locks gets more than [`Kind::Mutex`].
+    pub(crate) async fn acquire_as(
+        &self,
+        name: &str,
+        opts: &LockOptions,
+        kind: Kind,
+    ) -> Result<Guard> {
+        let name = Name::new(name)?;
         self.check(opts)?;
         let owner = OwnerId::random();
         let began = Instant::now();
         let deadline = opts.wait.map(|w| began + w);
-        let req = request(&name, owner, opts);
+        let req = request(&name, owner, opts, kind);
         let timed_out = || Error::TimedOut {
             name: name.to_string(),
             waited: began.elapsed(),
@@ -286,13 +308,14 @@ impl Store {
     }
 }
 
-fn request<'a>(name: &'a Name, owner: OwnerId, opts: &'a LockOptions) -> Request<'a> {
+fn request<'a>(name: &'a Name, owner: OwnerId, opts: &'a LockOptions, kind: Kind) -> Request<'a> {
     Request {
         name,
         owner,
         // The store keeps it through the lock-delay (see LockOptions::lock_delay).
         ttl: opts.ttl + opts.lock_delay,
         label: opts.label.as_deref(),
+        kind,
     }
 }
 

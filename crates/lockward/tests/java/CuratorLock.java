@@ -1,5 +1,7 @@
-// A Curator InterProcessMutex driven over stdin, for the interoperability
-// test: "acquire", "try MS", "release"; answers ACQUIRED, BUSY, RELEASED.
+// A Curator InterProcessMutex, or one side of an InterProcessReadWriteLock
+// (third argument "read" or "write"), driven over stdin for the
+// interoperability tests: "acquire", "try MS", "release"; answers ACQUIRED,
+// BUSY, RELEASED.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.util.concurrent.TimeUnit;
@@ -7,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.RetryOneTime;
 
 public class CuratorLock {
@@ -15,7 +18,15 @@ public class CuratorLock {
             CuratorFrameworkFactory.newClient(args[0], 10000, 5000, new RetryOneTime(100));
         client.start();
         client.blockUntilConnected();
-        InterProcessMutex mutex = new InterProcessMutex(client, args[1]);
+        String side = args.length > 2 ? args[2] : "mutex";
+        InterProcessMutex mutex;
+        if (side.equals("read")) {
+            mutex = new InterProcessReadWriteLock(client, args[1]).readLock();
+        } else if (side.equals("write")) {
+            mutex = new InterProcessReadWriteLock(client, args[1]).writeLock();
+        } else {
+            mutex = new InterProcessMutex(client, args[1]);
+        }
         System.out.println("READY");
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));

@@ -156,6 +156,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: false,
     cross_host: false,
     permanent_records: false,
+    native_rw_lock: false,
 };
 
 #[async_trait]

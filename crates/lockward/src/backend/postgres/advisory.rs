@@ -155,6 +155,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: true,
     cross_host: true,
     permanent_records: true,
+    native_rw_lock: false,
 };
 
 #[async_trait]

@@ -233,6 +233,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: true,
     cross_host: true,
     permanent_records: false,
+    native_rw_lock: false,
 };
 
 #[async_trait]

@@ -132,6 +132,7 @@ impl RecordBackend for RedlockBackend {
             owner,
             ttl: lock_ttl,
             label: None,
+            kind: crate::backend::Kind::Mutex,
         };
         let lock = keys::write_lock_keys(&self.prefix, key);
         let fence = match self.try_acquire_keys(lock.clone(), &req, None).await? {

@@ -206,6 +206,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: true,
     cross_host: false,
     permanent_records: true,
+    native_rw_lock: false,
 };
 
 #[async_trait]

@@ -269,6 +269,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: true,
     cross_host: true,
     permanent_records: false,
+    native_rw_lock: true,
 };
 
 #[async_trait]

@@ -9,6 +9,12 @@
 //! (Curator's "protection") lets a client whose create reply was lost find
 //! its node again.
 //!
+//! A read-write lock on `N` uses the same node with the children of
+//! Curator's `InterProcessReadWriteLock`: `_c_<uuid>-__WRIT__<sequence>` for
+//! a writer (it holds when it is first in line) and
+//! `_c_<uuid>-__READ__<sequence>` for a reader (it holds when no other kind
+//! of node is ahead of it).
+//!
 //! esc() percent-encodes `%`, `/`, the characters ZooKeeper refuses in a
 //! path (U+E000–U+F8FF, U+FFF0–U+FFFF) and the names `.` and `..`, so a
 //! name is always exactly one path segment under ROOT.
@@ -18,6 +24,7 @@
 
 use std::fmt::Write as _;
 
+use crate::backend::Kind;
 use crate::name::Name;
 
 /// The node that holds every record.
@@ -27,8 +34,12 @@ pub const VERSIONED: &str = "%versioned";
 /// A node lockward writes to read the server's clock (its `mtime`).
 pub const CLOCK: &str = "%clock";
 
-/// The `-lock-` part Curator puts before the sequence.
+/// The `-lock-` part Curator's mutex puts before the sequence.
 const LOCK_MARKER: &str = "-lock-";
+/// What Curator's read-write lock puts before a writer's sequence.
+const WRITER_MARKER: &str = "-__WRIT__";
+/// What Curator's read-write lock puts before a reader's sequence.
+const READER_MARKER: &str = "-__READ__";
 /// Curator's protected-mode prefix.
 const PROTECTED: &str = "_c_";
 
@@ -80,14 +91,22 @@ pub fn lock_path(root: &str, name: &Name) -> String {
     format!("{root}/{}", escape(name.as_str()))
 }
 
+fn marker(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Mutex => LOCK_MARKER,
+        Kind::Writer => WRITER_MARKER,
+        Kind::Reader => READER_MARKER,
+    }
+}
+
 /// The path to create (sequential) for a contender with this uuid.
-pub fn contender_prefix(lock_path: &str, uuid: &str) -> String {
-    format!("{lock_path}/{PROTECTED}{uuid}{LOCK_MARKER}")
+pub fn contender_prefix(lock_path: &str, uuid: &str, kind: Kind) -> String {
+    format!("{lock_path}/{PROTECTED}{uuid}{}", marker(kind))
 }
 
 /// A contender's node name from its uuid and the sequence the server gave.
-pub fn contender_name(uuid: &str, sequence: i64) -> String {
-    format!("{PROTECTED}{uuid}{LOCK_MARKER}{sequence:010}")
+pub fn contender_name(uuid: &str, sequence: i64, kind: Kind) -> String {
+    format!("{PROTECTED}{uuid}{}{sequence:010}", marker(kind))
 }
 
 /// Whether child `child` is the node of the contender with `uuid`.
@@ -95,7 +114,16 @@ pub fn is_ours(child: &str, uuid: &str) -> bool {
     child
         .strip_prefix(PROTECTED)
         .and_then(|rest| rest.strip_prefix(uuid))
-        .is_some_and(|rest| rest.starts_with(LOCK_MARKER))
+        .is_some_and(|rest| {
+            [LOCK_MARKER, WRITER_MARKER, READER_MARKER]
+                .iter()
+                .any(|m| rest.starts_with(m))
+        })
+}
+
+/// Whether a contender node is a reader's (shares the lock with readers).
+pub fn is_reader(child: &str) -> bool {
+    child.contains(READER_MARKER)
 }
 
 /// The sequence of a contender node: the digits after its last `-lock-`
@@ -144,10 +172,10 @@ mod tests {
         assert_eq!(lock, "/lockward/orders");
         let uuid = "5b1c0f5e-0d0c-4a43-9d5b-1e2f3a4b5c6d";
         assert_eq!(
-            contender_prefix(&lock, uuid),
+            contender_prefix(&lock, uuid, Kind::Mutex),
             format!("/lockward/orders/_c_{uuid}-lock-")
         );
-        let name = contender_name(uuid, 42);
+        let name = contender_name(uuid, 42, Kind::Mutex);
         assert_eq!(name, format!("_c_{uuid}-lock-0000000042"));
         assert!(is_ours(&name, uuid));
         assert!(!is_ours(&name, "5b1c0f5e"));
@@ -155,9 +183,9 @@ mod tests {
         assert_eq!(sequence_of("f00__lock__0000000007"), Some(7));
         assert_eq!(sequence_of("leases"), None);
         let line = in_line(vec![
-            contender_name("b", 9),
+            contender_name("b", 9, Kind::Mutex),
             "junk".into(),
-            contender_name("a", 10),
+            contender_name("a", 10, Kind::Mutex),
             "x__lock__0000000003".into(),
         ]);
         assert_eq!(
@@ -169,6 +197,22 @@ mod tests {
             ]
         );
         assert_eq!(root("/app/"), "/app/lockward");
+    }
+
+    #[test]
+    fn curator_read_write_layout() {
+        let uuid = "5b1c0f5e-0d0c-4a43-9d5b-1e2f3a4b5c6d";
+        let reader = contender_name(uuid, 7, Kind::Reader);
+        let writer = contender_name(uuid, 8, Kind::Writer);
+        assert_eq!(reader, format!("_c_{uuid}-__READ__0000000007"));
+        assert_eq!(writer, format!("_c_{uuid}-__WRIT__0000000008"));
+        assert!(is_reader(&reader) && !is_reader(&writer));
+        assert!(is_ours(&reader, uuid) && is_ours(&writer, uuid));
+        assert_eq!(sequence_of(&reader), Some(7));
+        assert_eq!(
+            in_line(vec![writer.clone(), reader.clone()]),
+            vec![reader, writer]
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ impl ZookeeperBackend {
         self.check_ttl(req.ttl)?;
         let lock = paths::lock_path(&self.root, req.name);
         let uuid = random_uuid();
-        let prefix = paths::contender_prefix(&lock, &uuid);
+        let prefix = paths::contender_prefix(&lock, &uuid, req.kind);
         let data = node_data(req.owner, req.ttl, req.label);
         let opts = self.options(CreateMode::EphemeralSequential);
         for _ in 0..8 {
@@ -33,7 +33,7 @@ impl ZookeeperBackend {
                 Ok((stat, sequence)) => {
                     return Ok(Contender {
                         backend: self,
-                        node: paths::contender_name(&uuid, sequence.into_i64()),
+                        node: paths::contender_name(&uuid, sequence.into_i64(), req.kind),
                         lock,
                         fence: stat.czxid as u64,
                         kept: false,
@@ -81,18 +81,25 @@ impl ZookeeperBackend {
         }
     }
 
-    /// The contender just before ours, or `None` when ours is first.
-    /// `Err(Gone)` is reported as `Ok(Err(()))`: our node no longer exists.
+    /// The contender ours waits for, or `None` when ours holds: for a
+    /// mutex or a writer the one just before it; for a reader the first
+    /// one ahead that is not a reader (as Curator's read lock decides).
+    /// `Ok(Err(()))`: our node no longer exists.
     pub(super) async fn predecessor(
         &self,
         contender: &Contender<'_>,
     ) -> Result<std::result::Result<Option<String>, ()>> {
         let line = paths::in_line(self.children(&contender.lock).await?.unwrap_or_default());
-        Ok(match line.iter().position(|c| *c == contender.node) {
-            None => Err(()),
-            Some(0) => Ok(None),
-            Some(i) => Ok(Some(line[i - 1].clone())),
-        })
+        let Some(ours) = line.iter().position(|c| *c == contender.node) else {
+            return Ok(Err(()));
+        };
+        if paths::is_reader(&contender.node) {
+            return Ok(Ok(line[..ours]
+                .iter()
+                .find(|c| !paths::is_reader(c))
+                .cloned()));
+        }
+        Ok(Ok(ours.checked_sub(1).map(|i| line[i].clone())))
     }
 
     /// Waits until `node` (a child of `lock`) changes, the safety net
