@@ -10,6 +10,7 @@ mod floor;
 mod keyspace;
 mod latencies;
 mod memory;
+mod rw_lock;
 mod scale;
 mod semaphore;
 
@@ -21,6 +22,7 @@ pub use floor::{floor, FloorProbe};
 pub use keyspace::{keyspace, PointCost};
 pub use latencies::{Latencies, CURVE_QUANTILES};
 pub use memory::{bare_lock_bytes, server_memory, ServerMemory};
+pub use rw_lock::{rw_costs, rw_sharing, RwCosts};
 pub use scale::{scale, Scale};
 pub use semaphore::semaphore;
 

@@ -8,6 +8,9 @@ use crate::exit;
 #[derive(Serialize)]
 struct Row<'a> {
     name: &'a str,
+    /// The lock the row belongs to, and how it holds it (see [`kind_of`]).
+    lock: &'a str,
+    kind: &'static str,
     owner: &'a str,
     holder: Option<&'a str>,
     fence: Option<u64>,
@@ -17,8 +20,11 @@ struct Row<'a> {
 
 impl<'a> From<&'a LockInfo> for Row<'a> {
     fn from(i: &'a LockInfo) -> Self {
+        let (lock, kind) = kind_of(&i.name);
         Row {
             name: &i.name,
+            lock,
+            kind,
             owner: &i.owner,
             holder: i.holder.as_deref(),
             fence: i.fence,
@@ -28,7 +34,23 @@ impl<'a> From<&'a LockInfo> for Row<'a> {
     }
 }
 
-/// List held locks: name, holder, fence, time left, waiters.
+/// What a held lock name is: a reader of a read-write lock (a slot of
+/// `LOCK#readers`), a writer waiting for readers to finish (the line of
+/// `LOCK#readers`), or a plain lock (also a read-write lock's writer); and
+/// the lock it belongs to.
+fn kind_of(name: &str) -> (&str, &'static str) {
+    if let Some((lock, slot)) = name.rsplit_once("#readers#permit/") {
+        if slot.bytes().all(|b| b.is_ascii_digit()) {
+            return (lock, "read");
+        }
+    }
+    if let Some(lock) = name.strip_suffix("#readers#line") {
+        return (lock, "write (waiting for readers)");
+    }
+    (name, "lock")
+}
+
+/// List held locks: name, kind (lock, read), holder, fence, time left, waiters.
 #[derive(clap::Args)]
 pub struct StatusArgs {
     /// Only locks whose name starts with PREFIX.
@@ -62,11 +84,13 @@ pub async fn status(store: &Store, args: StatusArgs) -> u8 {
         return 0;
     }
     let dash = || "-".to_string();
-    let table: Vec<[String; 5]> = held
+    let table: Vec<[String; 6]> = held
         .iter()
         .map(|i| {
+            let (lock, kind) = kind_of(&i.name);
             [
-                i.name.clone(),
+                lock.to_string(),
+                kind.to_string(),
                 i.holder
                     .clone()
                     .unwrap_or_else(|| i.owner.chars().take(12).collect()),
@@ -77,8 +101,8 @@ pub async fn status(store: &Store, args: StatusArgs) -> u8 {
             ]
         })
         .collect();
-    let header = ["NAME", "HOLDER", "FENCE", "TIME LEFT", "WAITERS"];
-    let widths: Vec<usize> = (0..5)
+    let header = ["NAME", "KIND", "HOLDER", "FENCE", "TIME LEFT", "WAITERS"];
+    let widths: Vec<usize> = (0..6)
         .map(|c| {
             table
                 .iter()
@@ -88,7 +112,7 @@ pub async fn status(store: &Store, args: StatusArgs) -> u8 {
                 .unwrap_or(0)
         })
         .collect();
-    let line = |cells: [&str; 5]| {
+    let line = |cells: [&str; 6]| {
         let padded: Vec<String> = cells
             .iter()
             .zip(&widths)
@@ -98,7 +122,7 @@ pub async fn status(store: &Store, args: StatusArgs) -> u8 {
     };
     line(header);
     for r in &table {
-        line([&r[0], &r[1], &r[2], &r[3], &r[4]]);
+        line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]);
     }
     0
 }

@@ -24,7 +24,15 @@ fn bench_on_every_store() {
         let out = Command::new(lockward())
             .args(["--store", &store, "bench", "--json"])
             .args(["--duration", "300ms", "--clients", "1,4"])
-            .args(["--scale", "300", "--failover-lease", "1s", "--svg"])
+            .args([
+                "--scale",
+                "300",
+                "--failover-lease",
+                "1s",
+                "--rw-clients",
+                "4",
+                "--svg",
+            ])
             .arg(&svg)
             .output()
             .unwrap();
@@ -68,6 +76,20 @@ fn bench_on_every_store() {
         if store.starts_with("redis://") {
             let ratio = scale["ratio_to_bare_key"].as_f64().unwrap();
             assert!(ratio > 0.5 && ratio < 3.0, "{store}: {scale}");
+        }
+
+        let rw = &r["rw_lock"];
+        for field in [
+            "plain_p50_us",
+            "read_p50_us",
+            "write_p50_us",
+            "readers_cycles_per_s",
+            "plain_cycles_per_s",
+        ] {
+            assert!(
+                rw[field].as_f64().is_some_and(|v| v > 0.0),
+                "{store}: {field}: {rw}"
+            );
         }
 
         let failover = &r["failover"];

@@ -32,7 +32,7 @@ fn check(report: &serde_json::Value) {
         .iter()
         .map(|r| r["scenario"].as_str().unwrap())
         .collect();
-    assert_eq!(scenarios.len(), 5, "{report}");
+    assert_eq!(scenarios.len(), 6, "{report}");
     for r in rows {
         if r["protected"].as_bool().unwrap() {
             assert_eq!(r["anomalies"].as_u64(), Some(0), "{r}");
@@ -62,7 +62,20 @@ fn check(report: &serde_json::Value) {
 
 #[test]
 fn demo_on_the_embedded_store() {
-    check(&demo(None));
+    let report = demo(None);
+    check(&report);
+    // Readers of the price report shared the read-write lock.
+    let rows = report["scenarios"].as_array().unwrap();
+    let report_row = rows
+        .iter()
+        .find(|r| r["scenario"] == "price report" && r["variant"] == "rwlock")
+        .unwrap_or_else(|| panic!("no price report row: {report}"));
+    let together: u64 = report_row["detail"]["most readers at once"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(together >= 2, "readers never shared: {report_row}");
 }
 
 #[test]

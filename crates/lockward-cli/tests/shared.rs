@@ -88,3 +88,43 @@ fn shared_takes_one_name() {
         .unwrap();
     assert_eq!(out.status.code(), Some(64), "{out:?}");
 }
+
+#[test]
+fn status_shows_readers_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite://{}", d.join("l.db").display());
+    let hold = r#"echo in > "$1/in-$2"; sleep 30"#;
+    let _readers: Vec<KillOnDrop> = ["a", "b"]
+        .iter()
+        .map(|tag| KillOnDrop(spawn(&store, d, true, tag, hold)))
+        .collect();
+    wait_for_file(&d.join("in-a"), Duration::from_secs(10));
+    wait_for_file(&d.join("in-b"), Duration::from_secs(10));
+    let out = Command::new(lockward())
+        .args(["--store", &store, "status", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let readers: Vec<&serde_json::Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["lock"] == "report" && r["kind"] == "read")
+        .collect();
+    assert_eq!(readers.len(), 2, "{rows}");
+    let table = Command::new(lockward())
+        .args(["--store", &store, "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("KIND"), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("report ") && l.contains(" read "))
+            .count(),
+        2,
+        "{text}"
+    );
+}

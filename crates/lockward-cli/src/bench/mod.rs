@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// Permits of the semaphore timed at 1 and 64 clients (0 skips).
     #[arg(long, default_value_t = 100_000)]
     pub semaphore: u32,
+    /// Handles timed reading a read-write lock together, against as many
+    /// taking a plain lock on one name (0 skips the read-write figures).
+    #[arg(long, default_value_t = 16)]
+    pub rw_clients: usize,
     /// The election lease for the failover figures (0 skips).
     #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
     pub failover_lease: Duration,
@@ -66,7 +70,23 @@ pub struct Results {
     pub keyspace: Option<(usize, Result<Vec<bench::PointCost>, String>)>,
     /// Semaphore permits, and cycles/s at 1 and 64 clients.
     pub semaphore: Option<(u32, Result<SemaphoreRates, String>)>,
+    /// Read-write lock handles, and what was measured with them.
+    pub rw: Option<(usize, Result<RwFigures, String>)>,
 }
+
+/// A read-write lock against a plain lock: uncontended medians of a plain
+/// cycle, a read and a write; then cycles/s of many readers sharing and of
+/// as many plain holders queueing (each holding [`RW_HOLD`]).
+pub struct RwFigures {
+    pub plain: Duration,
+    pub read: Duration,
+    pub write: Duration,
+    pub readers_per_s: f64,
+    pub plain_per_s: f64,
+}
+
+/// How long each timed reader or plain holder holds.
+pub const RW_HOLD: Duration = Duration::from_millis(5);
 
 /// Semaphore cycles/s at 1 and at 64 clients.
 pub type SemaphoreRates = (f64, f64);
@@ -194,6 +214,36 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         };
         Some((args.semaphore, both))
     };
+    let rw = if args.rw_clients == 0 {
+        None
+    } else {
+        bar.set_message(format!(
+            "a read-write lock: {} readers against {} plain holders",
+            args.rw_clients, args.rw_clients
+        ));
+        let prefix = format!("{prefix}/rw");
+        let figures = async {
+            let costs = bench::rw_costs(store, &prefix, 200).await?;
+            let (readers_per_s, plain_per_s) = bench::rw_sharing(
+                || Store::open(url),
+                &prefix,
+                args.rw_clients,
+                RW_HOLD,
+                args.duration,
+            )
+            .await?;
+            Ok::<_, lockward::Error>(RwFigures {
+                plain: costs.plain.quantile(0.5),
+                read: costs.read.quantile(0.5),
+                write: costs.write.quantile(0.5),
+                readers_per_s,
+                plain_per_s,
+            })
+        }
+        .await
+        .map_err(|e| e.to_string());
+        Some((args.rw_clients, figures))
+    };
     let keyspace = if args.keyspace == 0 {
         None
     } else {
@@ -234,6 +284,7 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         failover_lease: args.failover_lease,
         keyspace,
         semaphore,
+        rw,
     };
     if let Some(path) = &args.svg {
         if let Err(e) = std::fs::write(path, report::svg(&results)) {

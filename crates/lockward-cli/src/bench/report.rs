@@ -97,6 +97,20 @@ pub fn json(r: &Results) -> Value {
         }),
         Err(e) => json!({ "permits": permits, "error": e }),
     });
+    let rw = r.rw.as_ref().map(|(clients, figures)| match figures {
+        Ok(f) => json!({
+            "clients": clients,
+            "plain_p50_us": us(f.plain),
+            "read_p50_us": us(f.read),
+            "write_p50_us": us(f.write),
+            "read_to_plain": ratio(f.read, f.plain),
+            "write_to_plain": ratio(f.write, f.plain),
+            "readers_cycles_per_s": f.readers_per_s,
+            "plain_cycles_per_s": f.plain_per_s,
+            "hold_ms": super::RW_HOLD.as_millis(),
+        }),
+        Err(e) => json!({ "clients": clients, "error": e }),
+    });
     json!({
         "store": r.store,
         "duration_s": r.duration.as_secs_f64(),
@@ -115,6 +129,7 @@ pub fn json(r: &Results) -> Value {
         "failover": failover,
         "keyspace": keyspace,
         "semaphore": semaphore,
+        "rw_lock": rw,
         "latency_curves": { "cycle": curve(&r.cycles), "handoff": curve(&r.handoffs) },
     })
 }
@@ -240,6 +255,25 @@ pub fn table(r: &Results) -> String {
         Some((_, Err(e))) => line(&mut out, format!("semaphore: {e}")),
         None => {}
     }
+    match &r.rw {
+        Some((clients, Ok(f))) => line(
+            &mut out,
+            format!(
+                "read-write lock (median, uncontended): plain {:.0} µs, read {:.0} µs ({:.1}×), write {:.0} µs ({:.1}×); \
+                 {clients} handles holding {} ms: {:.0} reads/s together against {:.0} plain cycles/s queued",
+                us(f.plain),
+                us(f.read),
+                ratio(f.read, f.plain),
+                us(f.write),
+                ratio(f.write, f.plain),
+                super::RW_HOLD.as_millis(),
+                f.readers_per_s,
+                f.plain_per_s
+            ),
+        ),
+        Some((_, Err(e))) => line(&mut out, format!("read-write lock: {e}")),
+        None => {}
+    }
     match &r.keyspace {
         Some((n, Ok(costs))) => {
             line(
@@ -296,4 +330,13 @@ pub fn svg(r: &Results) -> String {
         &latency,
         &throughput,
     )
+}
+
+/// `a / b`, 0 when `b` is zero.
+fn ratio(a: Duration, b: Duration) -> f64 {
+    if b.is_zero() {
+        0.0
+    } else {
+        a.as_secs_f64() / b.as_secs_f64()
+    }
 }

@@ -1,4 +1,4 @@
-//! `lockward demo [--json]`: the five classic scenarios, run as real
+//! `lockward demo [--json]`: the six classic scenarios, run as real
 //! processes on the store, each without and with protection. Every figure
 //! is counted from what the processes left behind (files, the store), never
 //! assumed.
@@ -27,7 +27,7 @@ struct Row {
     detail: Vec<(&'static str, String)>,
 }
 
-/// Run the classic scenarios (payment, inventory, cron, migration, paused holder) as real processes, without and with protection.
+/// Run the classic scenarios (payment, inventory, cron, migration, price report, paused holder) as real processes, without and with protection.
 #[derive(clap::Args)]
 #[command(
     after_help = "Exit status: 0 when every protected variant shows no anomaly, 1 otherwise.\nWithout --store (or $LOCKWARD_STORE) it runs on a fresh embedded SQLite store."
@@ -87,6 +87,7 @@ pub async fn demo(store: &Store, url: &str, args: DemoArgs) -> u8 {
         rows.extend(scenario(&demo));
     }
     rows.extend(demo.inventory(store).await);
+    rows.extend(demo.price_report());
     rows.extend(demo.paused_holder().await);
     let passed = rows.iter().all(|r| !r.protected || r.anomalies == 0);
     if json {
@@ -257,7 +258,43 @@ impl Demo {
         rows
     }
 
-    /// Scenario 5: the holder is stopped past its TTL while another takes the lock
+    /// Scenario 5: a price writer updates two prices that must match while
+    /// three report readers read both; a read that sees them differ saw a
+    /// half-done write. With the read-write lock readers still share.
+    fn price_report(&self) -> Vec<Row> {
+        [("none", false), ("rwlock", true)]
+            .into_iter()
+            .map(|(variant, protected)| {
+                let _ = std::fs::write(self.dir.join("price-low"), "0");
+                let _ = std::fs::write(self.dir.join("price-high"), "0");
+                let mut children: Vec<Child> = (0..3)
+                    .filter_map(|_| self.spawn(&format!("prices-reader-{variant}")))
+                    .collect();
+                children.extend(self.spawn(&format!("prices-writer-{variant}")));
+                for mut c in children {
+                    let _ = c.wait();
+                }
+                let events = self.lines(&format!("prices-reader-{variant}-events"));
+                let torn = events.iter().filter(|l| l.ends_with(" torn")).count() as u64;
+                let reads = events.iter().filter(|l| l.starts_with("out ")).count();
+                let writes = self.lines(&format!("prices-writer-{variant}-writes")).len();
+                Row {
+                    scenario: "price report",
+                    variant,
+                    protected,
+                    anomalies: torn,
+                    detail: vec![
+                        ("reads", reads.to_string()),
+                        ("torn reads", torn.to_string()),
+                        ("writes", writes.to_string()),
+                        ("most readers at once", most_at_once(&events).to_string()),
+                    ],
+                }
+            })
+            .collect()
+    }
+
+    /// Scenario 6: the holder is stopped past its TTL while another takes the lock
     /// and writes; then it resumes and writes with its old fence.
     async fn paused_holder(&self) -> Vec<Row> {
         let mut rows = Vec::new();
@@ -320,6 +357,31 @@ impl Demo {
         }
         rows
     }
+}
+
+/// The most `in`…`out` intervals open at once, from `in NS` / `out NS …`
+/// lines.
+fn most_at_once(events: &[String]) -> usize {
+    let mut edges: Vec<(u128, i32)> = events
+        .iter()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let step = match words.next()? {
+                "in" => 1,
+                "out" => -1,
+                _ => return None,
+            };
+            Some((words.next()?.parse().ok()?, step))
+        })
+        .collect();
+    // At equal times an exit counts before an entry.
+    edges.sort();
+    let (mut open, mut most) = (0i32, 0i32);
+    for (_, step) in edges {
+        open += step;
+        most = most.max(open);
+    }
+    most.max(0) as usize
 }
 
 /// Waits (up to a second) until `/proc` shows `pid` stopped: the proof

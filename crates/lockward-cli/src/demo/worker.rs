@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use lockward::fence::{FencedResource, SqliteRegister};
 use lockward::recipe::cron::{CronJob, CronOptions, Outcome};
-use lockward::recipe::{Idempotency, Optimistic};
+use lockward::recipe::{Idempotency, Optimistic, RwLock};
 use lockward::{LockOptions, Store};
 
 /// Appends one line in one write, so concurrent processes never mix lines.
@@ -35,6 +35,16 @@ async fn wait_for(path: &Path) {
     while !path.exists() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// How long the price report's writer and readers run.
+const PRICES_FOR: Duration = Duration::from_millis(1_500);
+
+fn now_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
 }
 
 fn lock_opts() -> LockOptions {
@@ -180,6 +190,48 @@ pub async fn work(
             append(&at("taken"), &guard.fence().to_string());
             write_account(dir, role == "taker-fenced", "B", guard.fence()).await?;
             guard.release().await.map_err(e)?;
+        }
+        // Price report: a writer updates two prices that must match; readers
+        // read both and count torn reads.
+        "prices-writer-none" | "prices-writer-rwlock" => {
+            let lock = RwLock::new(store.clone(), name("prices")).map_err(e)?;
+            let until = std::time::Instant::now() + PRICES_FOR;
+            let mut version = 0u64;
+            while std::time::Instant::now() < until {
+                version += 1;
+                let writer = match role.ends_with("rwlock") {
+                    true => Some(lock.write(&lock_opts()).await.map_err(e)?),
+                    false => None,
+                };
+                let _ = std::fs::write(at("price-low"), version.to_string());
+                tokio::time::sleep(Duration::from_millis(3)).await;
+                let _ = std::fs::write(at("price-high"), version.to_string());
+                append(&at(&format!("{role}-writes")), "w");
+                if let Some(w) = writer {
+                    w.release().await.map_err(e)?;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        "prices-reader-none" | "prices-reader-rwlock" => {
+            let lock = RwLock::new(store.clone(), name("prices")).map_err(e)?;
+            let until = std::time::Instant::now() + PRICES_FOR;
+            let events = at(&format!("{role}-events"));
+            while std::time::Instant::now() < until {
+                let reader = match role.ends_with("rwlock") {
+                    true => Some(lock.read(&lock_opts()).await.map_err(e)?),
+                    false => None,
+                };
+                append(&events, &format!("in {}", now_nanos()));
+                let low = read_number(&at("price-low"));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let high = read_number(&at("price-high"));
+                let torn = if low == high { "whole" } else { "torn" };
+                append(&events, &format!("out {} {torn}", now_nanos()));
+                if let Some(r) = reader {
+                    r.release().await.map_err(e)?;
+                }
+            }
         }
         other => return Err(format!("unknown demo role {other:?}")),
     }
