@@ -35,12 +35,18 @@ impl<'a> From<&'a LockInfo> for Row<'a> {
 }
 
 /// What a held lock name is: a reader of a read-write lock (a slot of
-/// `LOCK#readers`), a writer waiting for readers to finish (the line of
+/// `LOCK#readers`, or a native reader's row `LOCK#reader/OWNER`), a writer waiting for readers to finish (the line of
 /// `LOCK#readers`), or a plain lock (also a read-write lock's writer); and
 /// the lock it belongs to.
 fn kind_of(name: &str) -> (&str, &'static str) {
     if let Some((lock, slot)) = name.rsplit_once("#readers#permit/") {
         if slot.bytes().all(|b| b.is_ascii_digit()) {
+            return (lock, "read");
+        }
+    }
+    // A native reader's row (PostgreSQL advisory mode): NAME#reader/OWNER.
+    if let Some((lock, owner)) = name.rsplit_once("#reader/") {
+        if !owner.is_empty() && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
             return (lock, "read");
         }
     }

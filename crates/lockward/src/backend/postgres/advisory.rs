@@ -11,6 +11,13 @@
 //! session (and the lock with it) is gone, and `lost()` fires. A row per
 //! held lock (with the holder's backend pid) makes `status` possible.
 //!
+//! Read-write locks are native: a reader takes the same key with
+//! `pg_advisory_lock_shared`, a writer (and a plain lock) with
+//! `pg_advisory_lock`. The server's lock manager queues a request that
+//! conflicts with a *waiting* one behind it, so a waiting writer keeps out
+//! the readers that come after it. A reader's row is named
+//! `NAME#reader/OWNER`, so that `status` shows each reader.
+//!
 //! Nothing frees a lock whose holder is alive but stuck: a holder paused
 //! past its TTL keeps it (and its local deadline still tells it to stop).
 //!
@@ -29,7 +36,7 @@ use tokio_postgres::{Client, NoTls};
 
 use super::conn;
 use super::records::RecordTables;
-use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
+use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -45,8 +52,9 @@ pub struct AdvisoryBackend {
     address: String,
     shared: conn::Shared,
     table: String,
-    /// The connection holding each of this store's locks.
-    held: Mutex<HashMap<(Name, OwnerId), Arc<Client>>>,
+    /// The connection holding each of this store's locks, and whether the
+    /// hold is shared (a reader's).
+    held: Mutex<HashMap<(Name, OwnerId), (Arc<Client>, bool)>>,
     /// Connections to reuse for the next lock.
     idle: Mutex<Vec<Client>>,
 }
@@ -87,7 +95,7 @@ impl AdvisoryBackend {
         })
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Arc<Client>>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), (Arc<Client>, bool)>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -115,16 +123,18 @@ impl AdvisoryBackend {
         format!("{}:{}", self.table, name.as_str())
     }
 
-    /// The statement that takes the lock (waiting for it when `wait`), draws
-    /// the fence after the grant, and records the holder, in one round trip.
-    /// Returns the fence, or no row when a try found the lock held.
-    fn take_sql(&self, wait: bool) -> String {
+    /// The statement that takes the lock (waiting for it when `wait`;
+    /// shared when `shared`), draws the fence after the grant, and records
+    /// the holder as row `$2`, in one round trip. Returns the fence, or no
+    /// row when a try found the lock held.
+    fn take_sql(&self, wait: bool, shared: bool) -> String {
         let t = &self.table;
+        let mode = if shared { "_shared" } else { "" };
         let lock = if wait {
             // The subquery in FROM runs first: the fence is drawn once held.
-            "FROM (SELECT pg_advisory_lock(hashtextextended($1, 0))) held"
+            format!("FROM (SELECT pg_advisory_lock{mode}(hashtextextended($1, 0))) held")
         } else {
-            "WHERE pg_try_advisory_lock(hashtextextended($1, 0))"
+            format!("WHERE pg_try_advisory_lock{mode}(hashtextextended($1, 0))")
         };
         format!(
             "WITH got AS (SELECT nextval('{t}_fence') AS fence {lock})
@@ -137,9 +147,21 @@ impl AdvisoryBackend {
     }
 
     fn record(&self, req: &Request<'_>, client: Client, fence: i64) -> u64 {
-        self.held()
-            .insert((req.name.clone(), req.owner), Arc::new(client));
+        self.held().insert(
+            (req.name.clone(), req.owner),
+            (Arc::new(client), req.kind == Kind::Reader),
+        );
         u64::try_from(fence).unwrap_or(0)
+    }
+
+    /// The row that records a hold: the name, or `NAME#reader/OWNER` for
+    /// a reader (many readers hold one name).
+    fn row_name(name: &Name, owner: OwnerId, shared: bool) -> String {
+        if shared {
+            format!("{name}#reader/{owner}")
+        } else {
+            name.to_string()
+        }
     }
 }
 
@@ -155,7 +177,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: true,
     cross_host: true,
     permanent_records: true,
-    native_rw_lock: false,
+    native_rw_lock: true,
 };
 
 #[async_trait]
@@ -170,11 +192,13 @@ impl LockBackend for AdvisoryBackend {
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
         let client = self.session().await?;
-        let sql = self.take_sql(false);
+        let shared = req.kind == Kind::Reader;
+        let sql = self.take_sql(false, shared);
         let key = self.lock_key(req.name);
         let owner = req.owner.to_string();
+        let row_name = Self::row_name(req.name, req.owner, shared);
         let row = client
-            .query_opt(&sql, &[&key, &req.name.as_str(), &owner, &req.label])
+            .query_opt(&sql, &[&key, &row_name, &owner, &req.label])
             .await
             .map_err(|e| conn::pg_error(&self.address, &e))?;
         match row {
@@ -202,11 +226,13 @@ impl LockBackend for AdvisoryBackend {
             .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
             .await
             .map_err(|e| conn::pg_error(&self.address, &e))?;
-        let sql = self.take_sql(true);
+        let shared = req.kind == Kind::Reader;
+        let sql = self.take_sql(true, shared);
         let key = self.lock_key(req.name);
         let owner = req.owner.to_string();
+        let row_name = Self::row_name(req.name, req.owner, shared);
         let taken = client
-            .query_opt(&sql, &[&key, &req.name.as_str(), &owner, &req.label])
+            .query_opt(&sql, &[&key, &row_name, &owner, &req.label])
             .await;
         let granted_at = Instant::now();
         let client = waiting.client.take().expect("still ours");
@@ -235,7 +261,7 @@ impl LockBackend for AdvisoryBackend {
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, _ttl: Duration) -> Result<()> {
-        let Some(client) = self.held().get(&(name.clone(), owner)).cloned() else {
+        let Some((client, _)) = self.held().get(&(name.clone(), owner)).cloned() else {
             return Err(Error::NotOwner {
                 name: name.to_string(),
             });
@@ -261,17 +287,19 @@ impl LockBackend for AdvisoryBackend {
         let not_owner = || Error::NotOwner {
             name: name.to_string(),
         };
-        let Some(client) = self.held().remove(&(name.clone(), owner)) else {
+        let Some((client, shared)) = self.held().remove(&(name.clone(), owner)) else {
             return Err(not_owner());
         };
         let key = self.lock_key(name);
         let sql = format!(
             "WITH gone AS (DELETE FROM {} WHERE name = $2 AND owner = $3)
-             SELECT pg_advisory_unlock(hashtextextended($1, 0))",
-            self.table
+             SELECT pg_advisory_unlock{}(hashtextextended($1, 0))",
+            self.table,
+            if shared { "_shared" } else { "" }
         );
+        let row_name = Self::row_name(name, owner, shared);
         let unlocked = client
-            .query_one(&sql, &[&key, &name.as_str(), &owner.to_string()])
+            .query_one(&sql, &[&key, &row_name, &owner.to_string()])
             .await
             .map(|r| r.get::<_, bool>(0));
         match unlocked {
