@@ -50,11 +50,10 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         return run_shared(store, &args, &opts, grace).await;
     }
     if let [name] = args.names.as_slice() {
-        // The write side: also waits for any --shared runs to finish.
-        let acquired = match RwLock::new(store.clone(), name) {
-            Ok(lock) if args.lease.no_wait => lock.try_write(&opts).await,
-            Ok(lock) => lock.write(&opts).await,
-            Err(e) => Err(e),
+        let acquired = if args.lease.no_wait {
+            store.try_acquire(name, &opts).await
+        } else {
+            store.acquire(name, &opts).await
         };
         let guard = match acquired {
             Ok(guard) => guard,
@@ -63,6 +62,14 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
                 return exit::for_error(&e);
             }
         };
+        // The write side: --shared runs finish first. A plain lock, not
+        // RwLock::write, so that the name keeps the layout other clients
+        // share for a plain lock (ZooKeeper: Curator's InterProcessMutex).
+        if let Err(e) = exclude_readers(store, &guard, &opts, args.lease.no_wait).await {
+            let _ = guard.release().await;
+            eprintln!("lockward: {e}");
+            return exit::for_error(&e);
+        }
         let env = vec![
             ("LOCKWARD_NAME", name.clone()),
             ("LOCKWARD_FENCE", guard.fence().to_string()),
@@ -84,15 +91,7 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
     };
     // The write side of each: --shared runs of any of them finish first.
     for guard in all.guards() {
-        let excluded = match RwLock::new(store.clone(), guard.name()) {
-            Ok(lock) if args.lease.no_wait => {
-                lock.exclude_readers(guard, &opts.clone().wait(Duration::ZERO))
-                    .await
-            }
-            Ok(lock) => lock.exclude_readers(guard, &opts).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = excluded {
+        if let Err(e) = exclude_readers(store, guard, &opts, args.lease.no_wait).await {
             let _ = all.release().await;
             eprintln!("lockward: {e}");
             return exit::for_error(&e);
@@ -112,6 +111,22 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
     .await;
     let released = all.release().await;
     finish(ended, released).0
+}
+
+/// Turns the plain hold `guard` into the write side of its name: waits
+/// for `--shared` runs to finish (not at all with `no_wait`).
+async fn exclude_readers(
+    store: &Store,
+    guard: &Guard,
+    opts: &LockOptions,
+    no_wait: bool,
+) -> lockward::Result<()> {
+    let lock = RwLock::new(store.clone(), guard.name())?;
+    let opts = match no_wait {
+        true => opts.clone().wait(Duration::ZERO),
+        false => opts.clone(),
+    };
+    lock.exclude_readers(guard, &opts).await
 }
 
 /// `run NAME --shared`: CMD under the read side of NAME.

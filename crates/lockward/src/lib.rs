@@ -31,9 +31,12 @@
 //!
 //! Built on the lock: [`fence`] (resources that refuse stale tokens),
 //! [`recipe::election`] (leader election with client-go's timing),
-//! multi-locks ([`Store::acquire_all`]), [`recipe::Semaphore`], [`recipe::Idempotency`], [`recipe::Optimistic`],
-//! rate limits ([`recipe::FixedWindow`], [`recipe::Gcra`]) and, with the
-//! `cron` feature, `recipe::cron` (at most one run per fire time).
+//! multi-locks ([`Store::acquire_all`]), [`recipe::RwLock`] (read-write
+//! locks), [`recipe::Semaphore`], [`recipe::Idempotency`],
+//! [`recipe::Optimistic`], rate limits ([`recipe::FixedWindow`],
+//! [`recipe::Gcra`]) and, with the `cron` feature, `recipe::cron` (at most
+//! one run per fire time, and no overlap unless allowed). A lease can hold
+//! its name back after it lapses ([`LockOptions::lock_delay`]).
 
 #![warn(missing_docs)]
 

@@ -106,7 +106,17 @@ impl Keeper {
         // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec
         // on the pipe ends the keeper inherits.
         unsafe { cmd.pre_exec(move || inherit(&inherited)) };
-        let process = cmd.spawn()?;
+        let process = match cmd.spawn() {
+            Ok(process) => process,
+            Err(e) => {
+                // Its pipe is closed with `hold`: it clears up and exits.
+                drop(hold);
+                if let Some(mut warden) = warden {
+                    let _ = warden.wait();
+                }
+                return Err(e);
+            }
+        };
         // Our copies of the keeper's ends: closed, so that the keeper's
         // death (or ours) shows as end of file on the other side.
         drop((to_keeper_read, from_keeper_write, hold));
