@@ -52,12 +52,15 @@ pub struct AdvisoryBackend {
     address: String,
     shared: conn::Shared,
     table: String,
-    /// The connection holding each of this store's locks, and whether the
-    /// hold is shared (a reader's).
-    held: Mutex<HashMap<(Name, OwnerId), (Arc<Client>, bool)>>,
+    /// The connection holding each of this store's locks.
+    held: Mutex<HashMap<(Name, OwnerId), Holding>>,
     /// Connections to reuse for the next lock.
     idle: Mutex<Vec<Client>>,
 }
+
+/// The session holding one lock, and whether its hold is shared (a
+/// reader's).
+type Holding = (Arc<Client>, bool);
 
 /// A session waiting in the server's lock queue; cancelled and closed if
 /// the wait is dropped, so the server takes it out of the queue.
@@ -95,7 +98,7 @@ impl AdvisoryBackend {
         })
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), (Arc<Client>, bool)>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Holding>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
