@@ -13,8 +13,14 @@ use common::{every_store, lockward, wait_for_file};
 /// CMD: fails if another holder is inside, counts one run.
 const CRITICAL: &str = r#"mkdir "$1/inside" || { echo overlap >> "$1/bad"; exit 1; }; n=$(cat "$1/count" 2>/dev/null || echo 0); echo $((n + 1)) > "$1/count"; rmdir "$1/inside""#;
 
+/// The store's address for messages, password redacted.
+fn shown(url: &str) -> String {
+    lockward::StoreUrl::parse(url).map_or_else(|_| "?".into(), |u| u.to_string())
+}
+
 /// Two loops, `a b c` and `c b a`, for `run_for`; the runs each made.
-fn opposite_orders(store: &str, dir: &Path, run_for: Duration) -> [u32; 2] {
+fn opposite_orders(url: &str, dir: &Path, run_for: Duration) -> [u32; 2] {
+    let store = shown(url);
     let prefix = format!("multi-{}", std::process::id());
     let names: Vec<String> = ["a", "b", "c"]
         .iter()
@@ -26,12 +32,12 @@ fn opposite_orders(store: &str, dir: &Path, run_for: Duration) -> [u32; 2] {
         if reversed {
             order.reverse();
         }
-        let (store, dir) = (store.to_string(), dir.to_path_buf());
+        let (url, store, dir) = (url.to_string(), store.clone(), dir.to_path_buf());
         std::thread::spawn(move || {
             let mut runs = 0;
             while Instant::now() < until {
                 let out = Command::new(lockward())
-                    .args(["--store", &store, "run"])
+                    .args(["--store", &url, "run"])
                     .args(&order)
                     .args(["--ttl", "10s", "--wait", "15s"])
                     .args(["--", "sh", "-c", CRITICAL, "sh"])
@@ -87,7 +93,7 @@ fn opposite_orders_on_every_server_store() {
             std::fs::create_dir(&sub).unwrap();
             std::thread::spawn(move || {
                 let runs = opposite_orders(&url, &sub, Duration::from_secs(4));
-                eprintln!("{url}: {runs:?} runs in 4 s");
+                eprintln!("{}: {runs:?} runs in 4 s", shown(&url));
             })
         })
         .collect();
