@@ -165,6 +165,7 @@ mod tests {
             start,
             end,
             value: 0,
+            seen: 0,
         }
     }
 

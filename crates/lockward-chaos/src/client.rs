@@ -28,6 +28,10 @@ pub enum Workload {
     Mutant,
     /// Leader election; the leader writes with its epoch.
     Election,
+    /// The write side of a read-write lock (see [`crate::rw_client`]).
+    RwWriter,
+    /// The read side of a read-write lock.
+    RwReader,
 }
 
 impl Workload {
@@ -38,6 +42,8 @@ impl Workload {
             Workload::Unfenced => "unfenced",
             Workload::Mutant => "mutant",
             Workload::Election => "election",
+            Workload::RwWriter => "rw-writer",
+            Workload::RwReader => "rw-reader",
         }
     }
 
@@ -48,6 +54,8 @@ impl Workload {
             Workload::Unfenced,
             Workload::Mutant,
             Workload::Election,
+            Workload::RwWriter,
+            Workload::RwReader,
         ]
         .into_iter()
         .find(|w| w.name() == text)
@@ -56,7 +64,7 @@ impl Workload {
     /// The register this workload writes.
     pub async fn register(self, dir: &Path) -> lockward::Result<Arc<dyn FencedResource>> {
         Ok(match self {
-            Workload::Fenced | Workload::Election => {
+            Workload::Fenced | Workload::Election | Workload::RwWriter | Workload::RwReader => {
                 Arc::new(SqliteRegister::open(&dir.join("registers.db"), "registers").await?)
             }
             Workload::Unfenced | Workload::Mutant => Arc::new(PlainRegister::new(dir)),
@@ -65,7 +73,7 @@ impl Workload {
 }
 
 /// Nanoseconds on the monotonic clock at `at`.
-fn mono_at(at: Instant) -> u64 {
+pub(crate) fn mono_at(at: Instant) -> u64 {
     let now = Instant::now();
     let now_ns = mono_ns();
     if at >= now {
@@ -75,7 +83,7 @@ fn mono_at(at: Instant) -> u64 {
     }
 }
 
-fn outcome_of(e: &lockward::Error) -> Outcome {
+pub(crate) fn outcome_of(e: &lockward::Error) -> Outcome {
     match e {
         lockward::Error::Stale { .. } => Outcome::Stale,
         lockward::Error::Unavailable { .. } | lockward::Error::Protocol { .. } => {
@@ -105,6 +113,19 @@ pub async fn run(
     std::fs::create_dir_all(&wdir).map_err(|e| e.to_string())?;
     let mut rec =
         Recorder::open(&wdir.join(format!("client-{index}.jsonl"))).map_err(|e| e.to_string())?;
+    if matches!(workload, Workload::RwWriter | Workload::RwReader) {
+        let writer = workload == Workload::RwWriter;
+        return crate::rw_client::run(
+            &store,
+            register.as_ref(),
+            writer,
+            index,
+            dir,
+            &mut rec,
+            until,
+        )
+        .await;
+    }
     let key = workload.name();
     let candidate = Candidate::new(
         store.clone(),
@@ -145,6 +166,7 @@ pub async fn run(
                     start,
                     end: mono_ns(),
                     value: 0,
+                    seen: 0,
                 });
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
@@ -162,6 +184,7 @@ pub async fn run(
                 start,
                 end: mono_ns(),
                 value: deadline,
+                seen: 0,
             });
             held.release().await;
             continue;
@@ -174,6 +197,7 @@ pub async fn run(
             start,
             end: mono_ns(),
             value: deadline,
+            seen: 0,
         });
         // Tell the harness who holds, so that a pause can hit a holder.
         let holding = dir.join(format!("holding-{}", std::process::id()));
@@ -207,6 +231,7 @@ pub async fn run(
             start,
             end: mono_ns(),
             value: current + 1,
+            seen: 0,
         });
         let _ = std::fs::remove_file(&holding);
         let start = mono_ns();
@@ -223,6 +248,7 @@ pub async fn run(
             start,
             end: mono_ns(),
             value: 0,
+            seen: 0,
         });
         tokio::time::sleep(Duration::from_millis(fastrand::u64(0..20))).await;
     }

@@ -28,6 +28,8 @@ pub enum Kind {
     Write,
     /// Released the lock.
     Release,
+    /// Read two registers (the read-write workload): `value` and `seen`.
+    Read,
 }
 
 /// How an operation ended.
@@ -60,8 +62,11 @@ pub struct Op {
     /// End, ns on the monotonic clock.
     pub end: u64,
     /// For writes: the value written; for acquisitions: the lease's local
-    /// deadline (ns on the monotonic clock).
+    /// deadline (ns on the monotonic clock); for reads: the first register.
     pub value: u64,
+    /// For reads: the second register (0 otherwise).
+    #[serde(default)]
+    pub seen: u64,
 }
 
 /// Appends operations to a client's history file, one JSON line each.

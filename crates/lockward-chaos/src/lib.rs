@@ -1,6 +1,7 @@
 //! lockward's chaos harness: client processes read-modify-write a shared
 //! register under a lock (fenced, unfenced as a positive control, and as
-//! an elected leader) while the harness pauses clients past their TTL,
+//! an elected leader), and readers and writers share a read-write lock,
+//! while the harness pauses clients past their TTL,
 //! kills and restarts servers, cuts connections through its own TCP proxy
 //! and jumps server clocks; a checker then judges the history.
 //!
@@ -13,4 +14,6 @@ pub mod proxy;
 pub mod register;
 pub mod report;
 pub mod run;
+pub mod rw_check;
+pub mod rw_client;
 pub mod target;

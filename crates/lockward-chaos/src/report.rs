@@ -51,6 +51,15 @@ pub struct Report {
     pub recovery_ms_max: u64,
     /// What I6 allows: TTL + the backend's failover time, ms.
     pub recovery_budget_ms: u64,
+    /// Reads of the read-write workload.
+    pub rw_reads: u64,
+    /// Of those, reads that saw a half-done write.
+    pub rw_torn_reads: u64,
+    /// Torn reads explained by a lease that ran out (the reader's, or the
+    /// writer's mid-write).
+    pub rw_torn_excused: u64,
+    /// I7: torn reads with both leases live: must be 0.
+    pub rw_torn_violations: u64,
     /// The longest a client wrote after its lease's local deadline, ms.
     pub acted_after_deadline_ms: u64,
     /// `passed`, `failed` or `unjudged`.
@@ -83,6 +92,12 @@ pub fn judge(report: &mut Report, fenced: &Findings, election: &Findings, contro
                 f.order_violations
             ));
         }
+    }
+    if report.rw_torn_violations > 0 {
+        reasons.push(format!(
+            "I7: {} reads saw a half-done write while reader and writer both held their leases",
+            report.rw_torn_violations
+        ));
     }
     if report.recovery_ms_max > report.recovery_budget_ms {
         reasons.push(format!(
@@ -159,6 +174,14 @@ pub fn table(r: &Report) -> String {
         &mut out,
         "control: lost updates",
         r.unfenced_lost_updates.to_string(),
+    );
+    line(
+        &mut out,
+        "read-write: reads / torn (excused)",
+        format!(
+            "{} / {} ({})",
+            r.rw_reads, r.rw_torn_reads, r.rw_torn_excused
+        ),
     );
     line(
         &mut out,

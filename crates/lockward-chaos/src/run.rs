@@ -10,6 +10,7 @@ use crate::checker::{check, Findings};
 use crate::client::{Workload, TTL};
 use crate::history::{self, mono_ns, Kind};
 use crate::report::{judge, Report};
+use crate::rw_check::check_rw;
 use crate::target::{wait_stopped, FaultKind, FaultRecord, Target};
 
 /// How a run is set up.
@@ -32,6 +33,8 @@ const CLIENTS: &[(Workload, u32)] = &[
     (Workload::Fenced, 3),
     (Workload::Unfenced, 3),
     (Workload::Election, 2),
+    (Workload::RwWriter, 2),
+    (Workload::RwReader, 2),
 ];
 
 /// Runs `config` and returns its report.
@@ -97,7 +100,11 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
             // elsewhere rarely matters): wait briefly for one.
             // The control first (its anomalies show the faults bite); for
             // the mutant, the fenced workload first.
-            let order = if config.mutant { [0, 1, 2] } else { [1, 0, 2] };
+            let order = if config.mutant {
+                [0, 1, 2, 3, 4]
+            } else {
+                [1, 0, 2, 3, 4]
+            };
             let turn = order[pauses % CLIENTS.len()];
             pauses += 1;
             let mut holders = Vec::new();
@@ -204,7 +211,12 @@ async fn report(
     log: Vec<FaultRecord>,
 ) -> Result<Report, String> {
     let mut findings: BTreeMap<&str, (Findings, Vec<history::Op>)> = BTreeMap::new();
+    let mut rw_ops = Vec::new();
     for &(workload, _) in CLIENTS {
+        if matches!(workload, Workload::RwWriter | Workload::RwReader) {
+            rw_ops.extend(history::load(&dir.join(workload.name())));
+            continue;
+        }
         let workload = if workload == Workload::Fenced && config.mutant {
             Workload::Mutant
         } else {
@@ -227,12 +239,14 @@ async fn report(
         };
         findings.insert(role, (check(&ops, last), ops));
     }
+    let rw = check_rw(&rw_ops);
     let get = |k: &str| findings.get(k).map(|(f, _)| f.clone()).unwrap_or_default();
     let (fenced, election, control) = (get("fenced"), get("election"), get("control"));
     // I6: from each fault's healing to the next successful acquisition.
     let mut grants: Vec<u64> = findings
         .values()
         .flat_map(|(_, ops)| ops.iter())
+        .chain(&rw_ops)
         .filter(|o| o.kind == Kind::Acquire && o.outcome == history::Outcome::Ok)
         .map(|o| o.end)
         .collect();
@@ -276,6 +290,10 @@ async fn report(
         recovery_ms_p99: percentile(&recovery, 0.99),
         recovery_ms_max: recovery.last().copied().unwrap_or(0),
         recovery_budget_ms: (TTL + target.failover).as_millis() as u64 + 3_000,
+        rw_reads: rw.reads,
+        rw_torn_reads: rw.torn,
+        rw_torn_excused: rw.excused,
+        rw_torn_violations: rw.violations,
         acted_after_deadline_ms: fenced
             .acted_after_deadline_ns
             .max(control.acted_after_deadline_ns)
