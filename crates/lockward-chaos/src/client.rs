@@ -32,6 +32,9 @@ pub enum Workload {
     RwWriter,
     /// The read side of a read-write lock.
     RwReader,
+    /// An instance of a cron job that forbids overlap (see
+    /// [`crate::cron_client`]).
+    Cron,
 }
 
 impl Workload {
@@ -44,6 +47,7 @@ impl Workload {
             Workload::Election => "election",
             Workload::RwWriter => "rw-writer",
             Workload::RwReader => "rw-reader",
+            Workload::Cron => "cron",
         }
     }
 
@@ -56,6 +60,7 @@ impl Workload {
             Workload::Election,
             Workload::RwWriter,
             Workload::RwReader,
+            Workload::Cron,
         ]
         .into_iter()
         .find(|w| w.name() == text)
@@ -64,7 +69,11 @@ impl Workload {
     /// The register this workload writes.
     pub async fn register(self, dir: &Path) -> lockward::Result<Arc<dyn FencedResource>> {
         Ok(match self {
-            Workload::Fenced | Workload::Election | Workload::RwWriter | Workload::RwReader => {
+            Workload::Fenced
+            | Workload::Election
+            | Workload::RwWriter
+            | Workload::RwReader
+            | Workload::Cron => {
                 Arc::new(SqliteRegister::open(&dir.join("registers.db"), "registers").await?)
             }
             Workload::Unfenced | Workload::Mutant => Arc::new(PlainRegister::new(dir)),
@@ -113,6 +122,9 @@ pub async fn run(
     std::fs::create_dir_all(&wdir).map_err(|e| e.to_string())?;
     let mut rec =
         Recorder::open(&wdir.join(format!("client-{index}.jsonl"))).map_err(|e| e.to_string())?;
+    if workload == Workload::Cron {
+        return crate::cron_client::run(&store, index, dir, &mut rec, until).await;
+    }
     if matches!(workload, Workload::RwWriter | Workload::RwReader) {
         let writer = workload == Workload::RwWriter;
         return crate::rw_client::run(

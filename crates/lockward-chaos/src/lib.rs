@@ -1,6 +1,7 @@
 //! lockward's chaos harness: client processes read-modify-write a shared
 //! register under a lock (fenced, unfenced as a positive control, and as
-//! an elected leader), and readers and writers share a read-write lock,
+//! an elected leader), readers and writers share a read-write lock, and
+//! instances of a cron job forbid overlapping executions,
 //! while the harness pauses clients past their TTL,
 //! kills and restarts servers, cuts connections through its own TCP proxy
 //! and jumps server clocks; a checker then judges the history.
@@ -9,6 +10,8 @@
 
 pub mod checker;
 pub mod client;
+pub mod cron_check;
+pub mod cron_client;
 pub mod history;
 pub mod proxy;
 pub mod register;

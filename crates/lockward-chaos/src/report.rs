@@ -60,6 +60,10 @@ pub struct Report {
     pub rw_torn_excused: u64,
     /// I7: torn reads with both leases live: must be 0.
     pub rw_torn_violations: u64,
+    /// Executions of the cron workload.
+    pub cron_executions: u64,
+    /// I8: pairs of them that ran at once within their leases: must be 0.
+    pub cron_overlaps: u64,
     /// The longest a client wrote after its lease's local deadline, ms.
     pub acted_after_deadline_ms: u64,
     /// `passed`, `failed` or `unjudged`.
@@ -97,6 +101,12 @@ pub fn judge(report: &mut Report, fenced: &Findings, election: &Findings, contro
         reasons.push(format!(
             "I7: {} reads saw a half-done write while reader and writer both held their leases",
             report.rw_torn_violations
+        ));
+    }
+    if report.cron_overlaps > 0 {
+        reasons.push(format!(
+            "I8: {} pairs of cron executions ran at once within their leases",
+            report.cron_overlaps
         ));
     }
     if report.recovery_ms_max > report.recovery_budget_ms {
@@ -182,6 +192,11 @@ pub fn table(r: &Report) -> String {
             "{} / {} ({})",
             r.rw_reads, r.rw_torn_reads, r.rw_torn_excused
         ),
+    );
+    line(
+        &mut out,
+        "cron: executions / overlapping",
+        format!("{} / {}", r.cron_executions, r.cron_overlaps),
     );
     line(
         &mut out,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::checker::{check, Findings};
 use crate::client::{Workload, TTL};
+use crate::cron_check::check_cron;
 use crate::history::{self, mono_ns, Kind};
 use crate::report::{judge, Report};
 use crate::rw_check::check_rw;
@@ -35,6 +36,7 @@ const CLIENTS: &[(Workload, u32)] = &[
     (Workload::Election, 2),
     (Workload::RwWriter, 2),
     (Workload::RwReader, 2),
+    (Workload::Cron, 3),
 ];
 
 /// Runs `config` and returns its report.
@@ -101,9 +103,9 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
             // The control first (its anomalies show the faults bite); for
             // the mutant, the fenced workload first.
             let order = if config.mutant {
-                [0, 1, 2, 3, 4]
+                [0, 1, 2, 3, 4, 5]
             } else {
-                [1, 0, 2, 3, 4]
+                [1, 0, 2, 3, 4, 5]
             };
             let turn = order[pauses % CLIENTS.len()];
             pauses += 1;
@@ -212,7 +214,12 @@ async fn report(
 ) -> Result<Report, String> {
     let mut findings: BTreeMap<&str, (Findings, Vec<history::Op>)> = BTreeMap::new();
     let mut rw_ops = Vec::new();
+    let mut cron_ops = Vec::new();
     for &(workload, _) in CLIENTS {
+        if workload == Workload::Cron {
+            cron_ops = history::load(&dir.join(workload.name()));
+            continue;
+        }
         if matches!(workload, Workload::RwWriter | Workload::RwReader) {
             rw_ops.extend(history::load(&dir.join(workload.name())));
             continue;
@@ -240,6 +247,7 @@ async fn report(
         findings.insert(role, (check(&ops, last), ops));
     }
     let rw = check_rw(&rw_ops);
+    let cron = check_cron(&cron_ops);
     let get = |k: &str| findings.get(k).map(|(f, _)| f.clone()).unwrap_or_default();
     let (fenced, election, control) = (get("fenced"), get("election"), get("control"));
     // I6: from each fault's healing to the next successful acquisition.
@@ -294,6 +302,8 @@ async fn report(
         rw_torn_reads: rw.torn,
         rw_torn_excused: rw.excused,
         rw_torn_violations: rw.violations,
+        cron_executions: cron.executions,
+        cron_overlaps: cron.overlaps,
         acted_after_deadline_ms: fenced
             .acted_after_deadline_ns
             .max(control.acted_after_deadline_ns)

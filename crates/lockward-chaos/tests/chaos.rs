@@ -20,10 +20,10 @@ fn config(backend: &str, seconds: u64, mutant: bool) -> RunConfig {
 
 fn summary(r: &Report) -> String {
     format!(
-        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; recovery max {} ms; faults {:?}",
+        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; recovery max {} ms; faults {:?}",
         r.backend, r.seed, r.verdict, r.reasons, r.stale_accepted, r.stale_rejected, r.lost_updates,
         r.order_violations, r.unfenced_overlaps, r.unfenced_lost_updates, r.rw_reads, r.rw_torn_reads,
-        r.rw_torn_excused, r.recovery_ms_max, r.faults
+        r.rw_torn_excused, r.cron_executions, r.cron_overlaps, r.recovery_ms_max, r.faults
     )
 }
 
@@ -41,6 +41,12 @@ async fn every_backend_keeps_its_invariants_under_faults() {
         assert_eq!(report.order_violations, 0, "I2/I5: {}", summary(&report));
         assert!(report.rw_reads > 0, "no reads: {}", summary(&report));
         assert_eq!(report.rw_torn_violations, 0, "I7: {}", summary(&report));
+        assert!(
+            report.cron_executions > 0,
+            "no cron run: {}",
+            summary(&report)
+        );
+        assert_eq!(report.cron_overlaps, 0, "I8: {}", summary(&report));
         let target = lockward_chaos::target::Target::kinds(backend);
         for kind in target
             .iter()

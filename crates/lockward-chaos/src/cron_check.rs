@@ -1,0 +1,93 @@
+//! I8, judged from the cron workload's history: under the forbid overlap
+//! policy no two executions of the job ran at the same time while both
+//! held their leases.
+//!
+//! An execution runs from its grant to the start of its release; only the
+//! part before its lease's local deadline counts (an instance paused past
+//! its deadline has no claim to exclusion after it).
+
+use crate::history::{Kind, Op, Outcome};
+
+/// What the checker found in the cron workload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CronFindings {
+    /// Executions that started.
+    pub executions: u64,
+    /// Pairs of executions that overlapped within their leases: must be 0.
+    pub overlaps: u64,
+}
+
+/// Judges `ops` (every instance's).
+pub fn check_cron(ops: &[Op]) -> CronFindings {
+    let mut f = CronFindings::default();
+    // (from, to) of each execution, cut at its deadline.
+    let mut runs: Vec<(u64, u64, u32)> = Vec::new();
+    for grant in ops
+        .iter()
+        .filter(|o| o.kind == Kind::Acquire && o.outcome == Outcome::Ok)
+    {
+        f.executions += 1;
+        let end = ops
+            .iter()
+            .filter(|o| o.kind == Kind::Release && o.client == grant.client)
+            .filter(|o| o.fence == grant.fence && o.start >= grant.end)
+            .map(|o| o.start)
+            .min()
+            .unwrap_or(u64::MAX);
+        let to = end.min(grant.value);
+        if to > grant.end {
+            runs.push((grant.end, to, grant.client));
+        }
+    }
+    runs.sort();
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            if b.0 >= a.1 {
+                break;
+            }
+            f.overlaps += 1;
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64) -> Op {
+        Op {
+            client,
+            kind,
+            outcome: Outcome::Ok,
+            fence,
+            start,
+            end,
+            value,
+            seen: 0,
+        }
+    }
+
+    #[test]
+    fn executions_one_after_another_pass_and_overlaps_are_found() {
+        let apart = vec![
+            op(0, Kind::Acquire, 1, 0, 10, 1_000),
+            op(0, Kind::Release, 1, 500, 510, 0),
+            op(1, Kind::Acquire, 2, 600, 610, 2_000),
+            op(1, Kind::Release, 2, 900, 910, 0),
+        ];
+        assert_eq!(
+            check_cron(&apart),
+            CronFindings {
+                executions: 2,
+                overlaps: 0
+            }
+        );
+        let mut together = apart.clone();
+        together[1].start = 700;
+        assert_eq!(check_cron(&together).overlaps, 1);
+        // Past its deadline (400) the first no longer counts.
+        together[0].value = 400;
+        assert_eq!(check_cron(&together).overlaps, 0);
+    }
+}
