@@ -64,6 +64,9 @@ pub struct Report {
     pub cron_executions: u64,
     /// I8: pairs of them that ran at once within their leases: must be 0.
     pub cron_overlaps: u64,
+    /// Pairs that ran at once after the store forgot every lock (a restart
+    /// without persistence).
+    pub cron_overlaps_excused: u64,
     /// The longest a client wrote after its lease's local deadline, ms.
     pub acted_after_deadline_ms: u64,
     /// `passed`, `failed` or `unjudged`.
@@ -195,8 +198,11 @@ pub fn table(r: &Report) -> String {
     );
     line(
         &mut out,
-        "cron: executions / overlapping",
-        format!("{} / {}", r.cron_executions, r.cron_overlaps),
+        "cron: executions / overlapping (excused)",
+        format!(
+            "{} / {} ({})",
+            r.cron_executions, r.cron_overlaps, r.cron_overlaps_excused
+        ),
     );
     line(
         &mut out,

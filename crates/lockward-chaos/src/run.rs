@@ -246,8 +246,13 @@ async fn report(
         };
         findings.insert(role, (check(&ops, last), ops));
     }
-    let rw = check_rw(&rw_ops);
-    let cron = check_cron(&cron_ops);
+    let forgotten: Vec<u64> = log
+        .iter()
+        .filter(|f| target.forgets_locks(f.kind))
+        .map(|f| f.start)
+        .collect();
+    let rw = check_rw(&rw_ops, &forgotten);
+    let cron = check_cron(&cron_ops, &forgotten);
     let get = |k: &str| findings.get(k).map(|(f, _)| f.clone()).unwrap_or_default();
     let (fenced, election, control) = (get("fenced"), get("election"), get("control"));
     // I6: from each fault's healing to the next successful acquisition.
@@ -304,6 +309,7 @@ async fn report(
         rw_torn_violations: rw.violations,
         cron_executions: cron.executions,
         cron_overlaps: cron.overlaps,
+        cron_overlaps_excused: cron.excused,
         acted_after_deadline_ms: fenced
             .acted_after_deadline_ns
             .max(control.acted_after_deadline_ns)

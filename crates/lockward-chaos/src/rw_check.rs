@@ -7,7 +7,9 @@
 //! between its writes. That can happen without a bug only when the reader
 //! read past its lease's local deadline, or that writer's writes did not
 //! all land within its own (it was paused mid-write, or died, and another
-//! holder came meanwhile): such torn reads are counted as excused.
+//! holder came meanwhile), or the store forgot every lock between that
+//! writer's grant and the read (a restart without persistence): such torn
+//! reads are counted as excused.
 
 use crate::history::{Kind, Op, Outcome};
 
@@ -26,8 +28,9 @@ pub struct RwFindings {
 }
 
 /// Judges `ops` (writers' and readers' together; writers' fences are the
-/// values they wrote).
-pub fn check_rw(ops: &[Op]) -> RwFindings {
+/// values they wrote); `forgotten`: when the store forgot every lock (ns
+/// on the monotonic clock).
+pub fn check_rw(ops: &[Op], forgotten: &[u64]) -> RwFindings {
     let mut f = RwFindings::default();
     let grants: Vec<&Op> = ops
         .iter()
@@ -49,7 +52,11 @@ pub fn check_rw(ops: &[Op]) -> RwFindings {
             .max_by_key(|g| g.end)
             .is_none_or(|g| g.value == 0 || read.end > g.value);
         let writer = read.value.max(read.seen);
-        if reader_late || writer_late(ops, &grants, writer) {
+        let forgot = grants
+            .iter()
+            .find(|g| g.fence == writer)
+            .is_some_and(|g| forgotten.iter().any(|t| (g.start..=read.end).contains(t)));
+        if reader_late || forgot || writer_late(ops, &grants, writer) {
             f.excused += 1;
         } else {
             f.violations += 1;
@@ -103,8 +110,11 @@ mod tests {
             // A whole read.
             op(1, Kind::Read, 6, 300, 310, 5, 5),
         ];
-        let f = check_rw(&ops);
+        let f = check_rw(&ops, &[]);
         assert_eq!((f.reads, f.torn, f.excused, f.violations), (2, 1, 0, 1));
+        // The store forgot every lock between the writer's grant and the read.
+        let f = check_rw(&ops, &[35]);
+        assert_eq!((f.torn, f.excused, f.violations), (1, 1, 0));
     }
 
     #[test]
@@ -123,7 +133,7 @@ mod tests {
             op(2, Kind::Acquire, 9, 600, 610, 650, 0),
             op(2, Kind::Read, 9, 640, 700, 8, 0),
         ];
-        let f = check_rw(&ops);
+        let f = check_rw(&ops, &[]);
         assert_eq!((f.torn, f.excused, f.violations), (2, 2, 0));
     }
 }

@@ -112,6 +112,13 @@ impl Target {
         own.iter().chain(proxied.iter()).copied().collect()
     }
 
+    /// Whether `kind` makes the store forget every lock (a restart without
+    /// persistence): a lease then ends early, without its holder knowing,
+    /// and only fences still protect.
+    pub fn forgets_locks(&self, kind: FaultKind) -> bool {
+        self.name == "redis" && kind == FaultKind::KillServer
+    }
+
     /// Starts `name`'s servers and proxies.
     pub async fn start(name: &str) -> Result<Target, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
