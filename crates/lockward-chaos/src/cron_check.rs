@@ -5,8 +5,9 @@
 //! An execution runs from its grant to the start of its release; only the
 //! part before its lease's local deadline counts (an instance paused past
 //! its deadline has no claim to exclusion after it). An overlap is excused
-//! when the store forgot every lock in between (a restart without
-//! persistence, at one of `forgotten`): only fences protect across that.
+//! when a fault ended every lease early in between (a restart without
+//! persistence, a server clock jumped forward: one of `forgotten`); only
+//! fences protect across that.
 
 use crate::history::{Kind, Op, Outcome};
 
@@ -17,12 +18,12 @@ pub struct CronFindings {
     pub executions: u64,
     /// Pairs of executions that overlapped within their leases: must be 0.
     pub overlaps: u64,
-    /// Overlaps after the store forgot the first one's locks.
+    /// Overlaps after a fault ended the first one's lease early.
     pub excused: u64,
 }
 
-/// Judges `ops` (every instance's); `forgotten`: when the store forgot
-/// every lock (ns on the monotonic clock).
+/// Judges `ops` (every instance's); `forgotten`: when a fault ended every
+/// lease early (ns on the monotonic clock).
 pub fn check_cron(ops: &[Op], forgotten: &[u64]) -> CronFindings {
     let mut f = CronFindings::default();
     // (from, to) of each execution, cut at its deadline.

@@ -64,8 +64,8 @@ pub struct Report {
     pub cron_executions: u64,
     /// I8: pairs of them that ran at once within their leases: must be 0.
     pub cron_overlaps: u64,
-    /// Pairs that ran at once after the store forgot every lock (a restart
-    /// without persistence).
+    /// Pairs that ran at once after a fault ended every lease early (a
+    /// restart without persistence, a server clock jump).
     pub cron_overlaps_excused: u64,
     /// The longest a client wrote after its lease's local deadline, ms.
     pub acted_after_deadline_ms: u64,

@@ -7,9 +7,9 @@
 //! between its writes. That can happen without a bug only when the reader
 //! read past its lease's local deadline, or that writer's writes did not
 //! all land within its own (it was paused mid-write, or died, and another
-//! holder came meanwhile), or the store forgot every lock between that
-//! writer's grant and the read (a restart without persistence): such torn
-//! reads are counted as excused.
+//! holder came meanwhile), or a fault ended every lease early between that
+//! writer's grant and the read (a restart without persistence, a server
+//! clock jumped forward): such torn reads are counted as excused.
 
 use crate::history::{Kind, Op, Outcome};
 
@@ -28,8 +28,8 @@ pub struct RwFindings {
 }
 
 /// Judges `ops` (writers' and readers' together; writers' fences are the
-/// values they wrote); `forgotten`: when the store forgot every lock (ns
-/// on the monotonic clock).
+/// values they wrote); `forgotten`: when a fault ended every lease early
+/// (ns on the monotonic clock).
 pub fn check_rw(ops: &[Op], forgotten: &[u64]) -> RwFindings {
     let mut f = RwFindings::default();
     let grants: Vec<&Op> = ops

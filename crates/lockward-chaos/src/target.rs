@@ -112,11 +112,12 @@ impl Target {
         own.iter().chain(proxied.iter()).copied().collect()
     }
 
-    /// Whether `kind` makes the store forget every lock (a restart without
-    /// persistence): a lease then ends early, without its holder knowing,
-    /// and only fences still protect.
+    /// Whether `kind` can end every lease early without the holders
+    /// knowing: a restart without persistence forgets every lock, and a
+    /// server clock jumped forward expires leases the server times. Only
+    /// fences protect across such a fault.
     pub fn forgets_locks(&self, kind: FaultKind) -> bool {
-        self.name == "redis" && kind == FaultKind::KillServer
+        (self.name == "redis" && kind == FaultKind::KillServer) || kind == FaultKind::ClockJump
     }
 
     /// Starts `name`'s servers and proxies.
