@@ -87,6 +87,8 @@ pub fn reap(mut exited: impl FnMut(libc::pid_t, libc::c_int)) -> bool {
         match pid {
             0 => return true,
             p if p > 0 => exited(p, raw),
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            // ECHILD: no child at all.
             _ => return false,
         }
     }
