@@ -2,7 +2,7 @@
 //! (or every one of the locks) is held.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lockward::recipe::RwLock;
 use lockward::{Guard, LockOptions, LostSignal, MultiGuard, Store};
@@ -49,6 +49,7 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
     if args.shared {
         return run_shared(store, &args, &opts, grace).await;
     }
+    let began = Instant::now();
     if let [name] = args.names.as_slice() {
         let acquired = if args.lease.no_wait {
             store.try_acquire(name, &opts).await
@@ -65,7 +66,7 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         // The write side: --shared runs finish first. A plain lock, not
         // RwLock::write, so that the name keeps the layout other clients
         // share for a plain lock (ZooKeeper: Curator's InterProcessMutex).
-        if let Err(e) = exclude_readers(store, &guard, &opts, args.lease.no_wait).await {
+        if let Err(e) = exclude_readers(store, &guard, &opts, args.lease.no_wait, began).await {
             let _ = guard.release().await;
             eprintln!("lockward: {e}");
             return exit::for_error(&e);
@@ -91,7 +92,7 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
     };
     // The write side of each: --shared runs of any of them finish first.
     for guard in all.guards() {
-        if let Err(e) = exclude_readers(store, guard, &opts, args.lease.no_wait).await {
+        if let Err(e) = exclude_readers(store, guard, &opts, args.lease.no_wait, began).await {
             let _ = all.release().await;
             eprintln!("lockward: {e}");
             return exit::for_error(&e);
@@ -115,16 +116,20 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
 
 /// Turns the plain hold `guard` into the write side of its name: waits
 /// for `--shared` runs to finish (not at all with `no_wait`).
+/// `--wait` is one over the locks and the readers: what is left of it
+/// since `began`.
 async fn exclude_readers(
     store: &Store,
     guard: &Guard,
     opts: &LockOptions,
     no_wait: bool,
+    began: Instant,
 ) -> lockward::Result<()> {
     let lock = RwLock::new(store.clone(), guard.name())?;
-    let opts = match no_wait {
-        true => opts.clone().wait(Duration::ZERO),
-        false => opts.clone(),
+    let opts = match (no_wait, opts.get_wait()) {
+        (true, _) => opts.clone().wait(Duration::ZERO),
+        (false, Some(wait)) => opts.clone().wait(wait.saturating_sub(began.elapsed())),
+        (false, None) => opts.clone(),
     };
     lock.exclude_readers(guard, &opts).await
 }

@@ -128,3 +128,46 @@ fn status_shows_readers_apart() {
         "{text}"
     );
 }
+
+/// The write side waits for readers only as long as `--wait` allows, one
+/// wait over the lock and the readers; `--no-wait` does not wait at all.
+#[test]
+fn the_write_side_gives_up_on_readers_when_its_wait_runs_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite://{}", d.join("l.db").display());
+    let _reader = KillOnDrop(spawn(
+        &store,
+        d,
+        true,
+        "r",
+        r#"echo in > "$1/in-$2"; sleep 30"#,
+    ));
+    wait_for_file(&d.join("in-r"), Duration::from_secs(10));
+    let began = std::time::Instant::now();
+    let out = Command::new(lockward())
+        .args([
+            "--store", &store, "run", "report", "--wait", "1s", "--", "true",
+        ])
+        .output()
+        .unwrap();
+    let took = began.elapsed();
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    let out = Command::new(lockward())
+        .args([
+            "--store",
+            &store,
+            "run",
+            "report",
+            "--no-wait",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+}
