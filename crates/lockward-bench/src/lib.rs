@@ -185,3 +185,17 @@ fn joined(e: tokio::task::JoinError) -> lockward::Error {
         message: e.to_string(),
     }
 }
+
+/// Cycles per second of `tasks` together, each returning how many cycles
+/// it made while the clock ran for (at least) `run_for`.
+async fn cycles_per_s(
+    tasks: Vec<tokio::task::JoinHandle<Result<u64>>>,
+    run_for: Duration,
+) -> Result<f64> {
+    let began = Instant::now();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.map_err(joined)??;
+    }
+    Ok(total as f64 / began.elapsed().max(run_for).as_secs_f64())
+}

@@ -38,10 +38,5 @@ where
             Ok::<_, lockward::Error>(n)
         }));
     }
-    let began = Instant::now();
-    let mut total = 0;
-    for t in tasks {
-        total += t.await.map_err(super::joined)??;
-    }
-    Ok(total as f64 / began.elapsed().max(run_for).as_secs_f64())
+    super::cycles_per_s(tasks, run_for).await
 }

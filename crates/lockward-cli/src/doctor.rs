@@ -28,7 +28,19 @@ pub async fn doctor(url: &str, args: DoctorArgs) -> u8 {
         }
     };
     let mut findings = diagnose(&parsed).await;
-    findings.extend(command_tree_findings());
+    // The cgroup probe starts, ends and waits for a process: off the runtime.
+    findings.extend(
+        tokio::task::spawn_blocking(command_tree_findings)
+            .await
+            .unwrap_or_else(|e| {
+                vec![Finding {
+                    level: Level::Error,
+                    check: "command tree".into(),
+                    detail: format!("the check did not finish: {e}"),
+                    advice: String::new(),
+                }]
+            }),
+    );
     if json {
         let list: Vec<serde_json::Value> = findings
             .iter()

@@ -50,34 +50,6 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         return run_shared(store, &args, &opts, grace).await;
     }
     let began = Instant::now();
-    if let [name] = args.names.as_slice() {
-        let acquired = if args.lease.no_wait {
-            store.try_acquire(name, &opts).await
-        } else {
-            store.acquire(name, &opts).await
-        };
-        let guard = match acquired {
-            Ok(guard) => guard,
-            Err(e) => {
-                eprintln!("lockward: {e}");
-                return exit::for_error(&e);
-            }
-        };
-        // The write side: --shared runs finish first. A plain lock, not
-        // RwLock::write, so that the name keeps the layout other clients
-        // share for a plain lock (ZooKeeper: Curator's InterProcessMutex).
-        if let Err(e) = exclude_readers(store, &guard, &opts, args.lease.no_wait, began).await {
-            let _ = guard.release().await;
-            eprintln!("lockward: {e}");
-            return exit::for_error(&e);
-        }
-        let env = vec![
-            ("LOCKWARD_NAME", name.clone()),
-            ("LOCKWARD_FENCE", guard.fence().to_string()),
-            ("LOCKWARD_STORE", store.address()),
-        ];
-        return run_and_release(guard, &args.command, &env, grace).await.0;
-    }
     let acquired = if args.lease.no_wait {
         store.try_acquire_all(&args.names, &opts).await
     } else {
@@ -90,7 +62,9 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
             return exit::for_error(&e);
         }
     };
-    // The write side of each: --shared runs of any of them finish first.
+    // The write side of each: --shared runs finish first. Plain locks, not
+    // RwLock::write, so that a name keeps the layout other clients share
+    // for a plain lock (ZooKeeper: Curator's InterProcessMutex).
     for guard in all.guards() {
         if let Err(e) = exclude_readers(store, guard, &opts, args.lease.no_wait, began).await {
             let _ = all.release().await;
@@ -98,18 +72,11 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
             return exit::for_error(&e);
         }
     }
-    let owned = multi_env(&all, &args.names, store);
+    let owned = lock_env(&all, &args.names, store);
     let env: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let held = all.lost_signal();
-    let ended = run_while(
-        &held,
-        &args.names.join(", "),
-        never(),
-        &args.command,
-        &env,
-        grace,
-    )
-    .await;
+    let what = args.names.join(", ");
+    let ended = run_while(&held, &what, never(), &args.command, &env, grace).await;
     let released = all.release().await;
     finish(ended, released).0
 }
@@ -126,10 +93,9 @@ async fn exclude_readers(
     began: Instant,
 ) -> lockward::Result<()> {
     let lock = RwLock::new(store.clone(), guard.name())?;
-    let opts = match (no_wait, opts.get_wait()) {
-        (true, _) => opts.clone().wait(Duration::ZERO),
-        (false, Some(wait)) => opts.clone().wait(wait.saturating_sub(began.elapsed())),
-        (false, None) => opts.clone(),
+    let opts = match no_wait {
+        true => opts.clone().wait(Duration::ZERO),
+        false => opts.wait_left(began),
     };
     lock.exclude_readers(guard, &opts).await
 }
@@ -164,18 +130,21 @@ async fn run_shared(store: &Store, args: &RunArgs, opts: &LockOptions, grace: Du
     finish(ended, released).0
 }
 
-/// CMD's environment under several locks: each name and fence numbered in
-/// the order given, the first also as `LOCKWARD_NAME`/`LOCKWARD_FENCE`.
-fn multi_env(all: &MultiGuard, names: &[String], store: &Store) -> Vec<(String, String)> {
+/// CMD's environment under its locks: the first name given and its fence
+/// as `LOCKWARD_NAME`/`LOCKWARD_FENCE`; with several, each numbered in the
+/// order given as well.
+fn lock_env(all: &MultiGuard, names: &[String], store: &Store) -> Vec<(String, String)> {
     let fence = |name: &str| all.fence(name).unwrap_or_default().to_string();
     let mut env = vec![
         ("LOCKWARD_NAME".to_string(), names[0].clone()),
         ("LOCKWARD_FENCE".to_string(), fence(&names[0])),
         ("LOCKWARD_STORE".to_string(), store.address()),
     ];
-    for (i, name) in names.iter().enumerate() {
-        env.push((format!("LOCKWARD_NAME_{}", i + 1), name.clone()));
-        env.push((format!("LOCKWARD_FENCE_{}", i + 1), fence(name)));
+    if names.len() > 1 {
+        for (i, name) in names.iter().enumerate() {
+            env.push((format!("LOCKWARD_NAME_{}", i + 1), name.clone()));
+            env.push((format!("LOCKWARD_FENCE_{}", i + 1), fence(name)));
+        }
     }
     env
 }

@@ -112,9 +112,8 @@ impl LostSignal {
                 return reason;
             }
             let deadline = self.deadline();
-            let mut watched = self.clone();
             tokio::select! {
-                _ = watched.changed() => {}
+                _ = self.changed() => {}
                 _ = tokio::time::sleep_until(deadline.into()) => {}
             }
         }

@@ -29,7 +29,15 @@ pub struct Lease {
 
 /// The conservative local deadline of a lease requested at `started`.
 pub fn local_deadline(started: Instant, ttl: Duration) -> Instant {
-    started + ttl.saturating_sub(drift(ttl))
+    delayed_deadline(started, ttl, Duration::ZERO)
+}
+
+/// The local deadline of a lease the store keeps `ttl + lock_delay` from
+/// a request at `started`: the drift is counted over both, and the
+/// lock-delay comes after the deadline (see `LockOptions::lock_delay`).
+pub(crate) fn delayed_deadline(started: Instant, ttl: Duration, lock_delay: Duration) -> Instant {
+    let kept = ttl + lock_delay;
+    started + kept.saturating_sub(drift(kept)).saturating_sub(lock_delay)
 }
 
 impl Lease {

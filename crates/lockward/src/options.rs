@@ -115,6 +115,22 @@ impl LockOptions {
         self
     }
 
+    /// These options with what is left of their wait since `since` (the
+    /// same when they wait forever): for a wait that is one over several
+    /// steps.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let opts = lockward::LockOptions::new().wait(Duration::from_secs(5));
+    /// let left = opts.wait_left(Instant::now() - Duration::from_secs(2));
+    /// assert!(left.get_wait().unwrap() <= Duration::from_secs(3));
+    /// ```
+    pub fn wait_left(&self, since: std::time::Instant) -> LockOptions {
+        let mut left = self.clone();
+        left.wait = self.wait.map(|w| w.saturating_sub(since.elapsed()));
+        left
+    }
+
     /// The configured lock-delay (zero: off).
     pub fn get_lock_delay(&self) -> Duration {
         self.lock_delay

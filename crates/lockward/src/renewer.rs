@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::Backend;
 use crate::error::{Error, LostReason};
-use crate::lease::local_deadline;
+use crate::lease::delayed_deadline;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -41,7 +41,7 @@ impl Standing {
     /// The local deadline of a lease the store kept from a request sent at
     /// `started`: the lock-delay comes after it.
     pub fn deadline_from(&self, started: Instant) -> Instant {
-        local_deadline(started, self.store_ttl()) - self.lock_delay
+        delayed_deadline(started, self.ttl, self.lock_delay)
     }
 
     pub fn lost_at(&self, now: Instant) -> Option<LostReason> {

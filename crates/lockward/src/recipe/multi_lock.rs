@@ -65,14 +65,9 @@ impl Store {
         let names = canonical(names)?;
         opts.validate()?;
         let began = Instant::now();
-        let deadline = opts.wait.map(|w| began + w);
         let mut guards = Vec::with_capacity(names.len());
         for name in &names {
-            let mut each = opts.clone();
-            if let Some(deadline) = deadline {
-                each.wait = Some(deadline.saturating_duration_since(Instant::now()));
-            }
-            match self.acquire(name, &each).await {
+            match self.acquire(name, &opts.wait_left(began)).await {
                 Ok(guard) => guards.push(guard),
                 Err(e) => {
                     release_all(guards).await;

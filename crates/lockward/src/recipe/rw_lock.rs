@@ -156,22 +156,14 @@ impl RwLock {
         }
         let began = Instant::now();
         let writer = self.store.acquire(&self.name, opts).await?;
-        let mut drain = opts.clone();
-        if let Some(wait) = opts.get_wait() {
-            drain = drain.wait(wait.saturating_sub(began.elapsed()));
-        }
-        match self.drain(&drain, true).await {
-            Ok(()) => Ok(writer),
-            Err(e) => {
-                let _ = writer.release().await;
-                Err(match e {
-                    Error::TimedOut { .. } => Error::TimedOut {
-                        name: self.name.to_string(),
-                        waited: began.elapsed(),
-                    },
-                    other => other,
-                })
-            }
+        let drained = self.drain(&opts.wait_left(began), true).await;
+        match Self::writer_once(writer, drained).await {
+            // The wait was one, over both steps.
+            Err(Error::TimedOut { name, .. }) => Err(Error::TimedOut {
+                name,
+                waited: began.elapsed(),
+            }),
+            other => other,
         }
     }
 
@@ -185,18 +177,8 @@ impl RwLock {
                 .await;
         }
         let writer = self.store.try_acquire(&self.name, opts).await?;
-        match self.drain(opts, false).await {
-            Ok(()) => Ok(writer),
-            Err(e) => {
-                let _ = writer.release().await;
-                Err(match e {
-                    Error::Busy { .. } => Error::Busy {
-                        name: self.name.to_string(),
-                    },
-                    other => other,
-                })
-            }
-        }
+        let drained = self.drain(opts, false).await;
+        Self::writer_once(writer, drained).await
     }
 
     /// Turns a plain hold of `NAME` (for example one lock of a
@@ -218,13 +200,7 @@ impl RwLock {
         if self.native() {
             return Ok(());
         }
-        self.drain(opts, true).await.map_err(|e| match e {
-            Error::TimedOut { waited, .. } => Error::TimedOut {
-                name: self.name.to_string(),
-                waited,
-            },
-            other => other,
-        })
+        self.drain(opts, true).await
     }
 
     /// How many readers hold the lock now, where the lock is built on a
@@ -268,9 +244,35 @@ impl RwLock {
         })
     }
 
+    /// `writer` as the write side once the readers `drained`; released when
+    /// they did not.
+    async fn writer_once(writer: Guard, drained: Result<()>) -> Result<Guard> {
+        match drained {
+            Ok(()) => Ok(writer),
+            Err(e) => {
+                let _ = writer.release().await;
+                Err(e)
+            }
+        }
+    }
+
     /// Holding `NAME`: returns once no reader holds a permit (or at once
     /// with `Busy` unless `wait`). New readers cannot come meanwhile.
+    /// Errors name this lock, not its readers' semaphore.
     async fn drain(&self, opts: &LockOptions, wait: bool) -> Result<()> {
+        self.drain_readers(opts, wait).await.map_err(|e| match e {
+            Error::TimedOut { waited, .. } => Error::TimedOut {
+                name: self.name.to_string(),
+                waited,
+            },
+            Error::Busy { .. } => Error::Busy {
+                name: self.name.to_string(),
+            },
+            other => other,
+        })
+    }
+
+    async fn drain_readers(&self, opts: &LockOptions, wait: bool) -> Result<()> {
         // The common case, nobody reading: one read of the ledger.
         if self.readers.held().await? == 0 {
             return Ok(());

@@ -9,7 +9,7 @@ use crate::backend::{Attempt, Backend, Capabilities, Kind, Request};
 use crate::duration::check_ttl;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
-use crate::lease::{local_deadline, Lease, LockInfo};
+use crate::lease::{delayed_deadline, local_deadline, Lease, LockInfo};
 use crate::line::Lines;
 use crate::name::Name;
 use crate::options::LockOptions;
@@ -290,7 +290,7 @@ impl Store {
             owner,
             fence,
             ttl: opts.ttl,
-            deadline: local_deadline(started, opts.ttl + opts.lock_delay) - opts.lock_delay,
+            deadline: delayed_deadline(started, opts.ttl, opts.lock_delay),
         };
         let renewal = opts.renew_interval().map(|every| {
             let mut slot = self.renewer.lock().unwrap_or_else(|p| p.into_inner());

@@ -58,6 +58,16 @@ pub struct AdvisoryBackend {
     idle: Mutex<Vec<Client>>,
 }
 
+/// What ends the name of an advisory lock function for a shared hold
+/// (`pg_advisory_lock_shared`, `pg_advisory_unlock_shared`, …).
+fn shared_suffix(shared: bool) -> &'static str {
+    if shared {
+        "_shared"
+    } else {
+        ""
+    }
+}
+
 /// The session holding one lock, and whether its hold is shared (a
 /// reader's).
 type Holding = (Arc<Client>, bool);
@@ -132,7 +142,7 @@ impl AdvisoryBackend {
     /// row when a try found the lock held.
     fn take_sql(&self, wait: bool, shared: bool) -> String {
         let t = &self.table;
-        let mode = if shared { "_shared" } else { "" };
+        let mode = shared_suffix(shared);
         let lock = if wait {
             // The subquery in FROM runs first: the fence is drawn once held.
             format!("FROM (SELECT pg_advisory_lock{mode}(hashtextextended($1, 0))) held")
@@ -298,7 +308,7 @@ impl LockBackend for AdvisoryBackend {
             "WITH gone AS (DELETE FROM {} WHERE name = $2 AND owner = $3)
              SELECT pg_advisory_unlock{}(hashtextextended($1, 0))",
             self.table,
-            if shared { "_shared" } else { "" }
+            shared_suffix(shared)
         );
         let row_name = Self::row_name(name, owner, shared);
         let unlocked = client
