@@ -12,6 +12,9 @@
 #                              its libnetty-java serves TLS for the zks:// tests)
 #   libcurator-recipes-java    Curator's InterProcessMutex, for the interoperability test (javac)
 #   faketime                   clock skew in the chaos harness (libfaketime)
+# Then it builds the Kubernetes store's test servers (kube-apiserver, kubectl,
+# a current etcd and client-go's leader election) from Go modules, once per
+# version: scripts/build-kube-testservers.sh, which needs Go 1.26.
 set -euo pipefail
 
 packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev
@@ -30,21 +33,26 @@ for f in "${files[@]}"; do
   [ -e "$f" ] || missing+=("$f")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-test-deps: everything is installed"
-  exit 0
+  echo "install-test-deps: every Debian package is installed"
+else
+  install_packages=yes
 fi
 
-echo "install-test-deps: missing ${missing[*]}; installing ${packages[*]}"
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "install-test-deps: run as root or install sudo" >&2; exit 1; }
-  sudo="sudo"
+if [ -n "${install_packages:-}" ]; then
+  echo "install-test-deps: missing ${missing[*]}; installing ${packages[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "install-test-deps: run as root or install sudo" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q
+  $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
+  # The packages start system services we do not use: tests start their own
+  # servers on free loopback ports.
+  for service in redis-server etcd postgresql zookeeper; do
+    $sudo service "$service" stop >/dev/null 2>&1 || true
+  done
 fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
-$sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
-# The packages start system services we do not use: tests start their own
-# servers on free loopback ports.
-for service in redis-server etcd postgresql zookeeper; do
-  $sudo service "$service" stop >/dev/null 2>&1 || true
-done
+
+"$(dirname "$0")/build-kube-testservers.sh" >/dev/null

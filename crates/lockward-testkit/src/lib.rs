@@ -8,6 +8,7 @@
 
 pub mod certs;
 pub mod etcd;
+pub mod kube;
 mod port;
 pub mod postgres;
 mod process;
@@ -15,6 +16,7 @@ pub mod redis;
 pub mod zookeeper;
 
 pub use etcd::EtcdCluster;
+pub use kube::KubeApiServer;
 pub use port::free_port;
 pub use postgres::PostgresServer;
 pub use process::ServerProcess;

@@ -55,6 +55,7 @@ pub mod recipe;
 mod renewer;
 mod store;
 pub mod url;
+mod url_parts;
 
 pub use backend::Capabilities;
 pub use error::{Error, LostReason, Result};

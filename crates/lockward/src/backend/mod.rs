@@ -18,6 +18,7 @@ pub mod wait;
 pub(crate) mod waiters;
 
 pub mod etcd;
+pub mod kubernetes;
 pub mod memory;
 pub mod postgres;
 pub mod redis;

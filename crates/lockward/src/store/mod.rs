@@ -83,6 +83,10 @@ impl Store {
             StoreUrl::Postgres(pg) => Ok(Store::from_shared(
                 crate::backend::postgres::connect(pg).await?,
             )),
+            #[cfg(feature = "kubernetes")]
+            StoreUrl::Kubernetes(k8s) => Ok(Store::from_backend(
+                crate::backend::kubernetes::KubernetesBackend::connect(k8s).await?,
+            )),
             #[allow(unreachable_patterns)]
             other => Err(Error::Unsupported {
                 scheme: other.scheme().to_string(),

@@ -256,3 +256,52 @@ fn zookeeper_over_tls() {
         "cert without key"
     );
 }
+
+#[test]
+fn kubernetes_parts() {
+    let url =
+        StoreUrl::parse("k8s://team-a?kubeconfig=/etc/kc&context=prod&prefix=locks-").unwrap();
+    let StoreUrl::Kubernetes(k) = &url else {
+        panic!("not k8s: {url:?}")
+    };
+    assert_eq!(k.namespace.as_deref(), Some("team-a"));
+    assert_eq!(
+        k.kubeconfig.as_deref(),
+        Some(std::path::Path::new("/etc/kc"))
+    );
+    assert_eq!(k.context.as_deref(), Some("prod"));
+    assert_eq!(k.prefix, "locks-");
+    assert_eq!(url.scheme(), "k8s");
+    assert_eq!(
+        url.to_string(),
+        "k8s://team-a?kubeconfig=/etc/kc&context=prod&prefix=locks-"
+    );
+    let plain = StoreUrl::parse("kubernetes://").unwrap();
+    let StoreUrl::Kubernetes(k) = &plain else {
+        panic!("not k8s: {plain:?}")
+    };
+    assert_eq!(k.namespace, None);
+    assert_eq!(k.prefix, "lockward-");
+    assert_eq!(plain.to_string(), "k8s://");
+    assert_eq!(
+        StoreUrl::parse("k8s://?prefix=").unwrap().to_string(),
+        "k8s://?prefix="
+    );
+    for bad in [
+        "k8s://Team",
+        "k8s://a/b",
+        "k8s://u:p@ns",
+        "k8s://ns?prefix=-x",
+        "k8s://ns?ttl=1",
+    ] {
+        let err = StoreUrl::parse(bad).unwrap_err().to_string();
+        assert!(!err.contains(":p@"), "{err}");
+        assert!(
+            matches!(
+                StoreUrl::parse(bad),
+                Err(Error::InvalidArgument { what: "url", .. })
+            ),
+            "{bad}"
+        );
+    }
+}

@@ -8,6 +8,8 @@ mod suite;
 
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "kubernetes")]
+mod kubernetes;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -30,6 +32,8 @@ fn main() {
     let mut trials = Vec::new();
     #[cfg(feature = "etcd")]
     etcd::register(&mut trials);
+    #[cfg(feature = "kubernetes")]
+    kubernetes::register(&mut trials);
     memory::register(&mut trials);
     #[cfg(feature = "postgres")]
     postgres::register(&mut trials);

@@ -10,13 +10,13 @@ use std::time::Duration;
 use etcd_client::{Client, ConnectOptions};
 
 use super::mutex::{EtcdBackend, CALL_TIMEOUT, CONNECT_TIMEOUT};
+use super::url::EtcdUrl;
 use crate::error::{Error, Result};
-use crate::url::{EtcdUrl, StoreUrl};
 
 impl EtcdBackend {
     /// Connects to the cluster of `url`.
     pub async fn connect(url: &EtcdUrl) -> Result<Self> {
-        let address = StoreUrl::Etcd(url.clone()).to_string();
+        let address = url.to_string();
         let options = ConnectOptions::new()
             .with_connect_timeout(CONNECT_TIMEOUT)
             .with_require_leader(true)
@@ -124,7 +124,7 @@ pub(super) fn endpoint_urls(url: &EtcdUrl) -> Vec<String> {
 /// TLS), for one-off calls beside the store: the doctor's checks and the
 /// bench's floor and memory readings.
 pub(crate) async fn side_client(url: &EtcdUrl) -> Result<Client> {
-    let address = StoreUrl::Etcd(url.clone()).to_string();
+    let address = url.to_string();
     let options = ConnectOptions::new()
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_timeout(CONNECT_TIMEOUT);
@@ -141,7 +141,7 @@ pub(super) fn tls_options(url: &EtcdUrl) -> Result<etcd_client::TlsOptions> {
     let mut tls = etcd_client::TlsOptions::new();
     match &url.ca {
         Some(path) => {
-            let pem = crate::url::read_file("CA", path)?;
+            let pem = crate::url_parts::read_file("CA", path)?;
             tls = tls.ca_certificate(etcd_client::Certificate::from_pem(pem));
         }
         None => tls = tls.with_native_roots(),

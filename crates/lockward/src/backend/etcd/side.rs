@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use super::url::EtcdUrl;
 use crate::backend::side::{ServerBytes, SideClient};
 use crate::error::{Error, Result};
-use crate::url::StoreUrl;
 
 /// A plain etcd client, with the store's credentials and TLS.
 pub struct EtcdSide {
@@ -21,7 +20,7 @@ impl EtcdSide {
     pub async fn connect(url: &EtcdUrl) -> Result<EtcdSide> {
         Ok(EtcdSide {
             client: super::side_client(url).await?,
-            address: StoreUrl::Etcd(url.clone()).to_string(),
+            address: url.to_string(),
         })
     }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::url::{url_error, write_auth, Endpoint, Parts, Secret};
+use crate::url_parts::{url_error, write_auth, Endpoint, Parts, Secret};
 
 /// Prefix of every key lockward writes on etcd unless `prefix=` says
 /// otherwise; with it, `etcdctl lock lockward/NAME` and lockward's lock

@@ -36,12 +36,12 @@ use tokio_postgres::{Client, NoTls};
 
 use super::conn;
 use super::records::RecordTables;
+use super::url::PostgresUrl;
 use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-use crate::url::{PostgresUrl, StoreUrl};
 
 /// Bound on a renewal's round trip on the holding connection.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
@@ -95,7 +95,7 @@ impl Drop for Waiting {
 impl AdvisoryBackend {
     /// Connects and creates the bookkeeping table if needed.
     pub async fn connect(url: &PostgresUrl) -> Result<Self> {
-        let address = StoreUrl::Postgres(url.clone()).to_string();
+        let address = url.to_string();
         let client = conn::open(url, &address, |_| {}, || {}).await?;
         conn::create_schema(&client, &url.table, &address).await?;
         Ok(AdvisoryBackend {

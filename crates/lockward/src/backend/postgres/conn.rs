@@ -10,8 +10,8 @@ use tokio::sync::Mutex;
 use tokio_postgres::tls::TlsStream;
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls};
 
+use super::url::PostgresUrl;
 use crate::error::{Error, Result};
-use crate::url::PostgresUrl;
 
 /// How long opening a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -111,8 +111,8 @@ mod tls {
     use rustls::pki_types::CertificateDer;
     use tokio_postgres_rustls::MakeRustlsConnect;
 
+    use super::super::url::PostgresUrl;
     use crate::error::{Error, Result};
-    use crate::url::PostgresUrl;
 
     /// A verifying TLS connector: the URL's `ca=` roots, else the system's.
     pub fn connector(url: &PostgresUrl, address: &str) -> Result<MakeRustlsConnect> {
@@ -124,7 +124,7 @@ mod tls {
         let mut roots = rustls::RootCertStore::empty();
         match &url.ca {
             Some(path) => {
-                let pem = crate::url::read_file("CA", path)?;
+                let pem = crate::url_parts::read_file("CA", path)?;
                 for cert in CertificateDer::pem_slice_iter(&pem) {
                     let cert = cert
                         .map_err(|e| bad(format!("bad certificate in {}: {e}", path.display())))?;

@@ -7,7 +7,7 @@ use super::url::{PostgresMode, PostgresUrl};
 use crate::doctor::{clock_finding, local_ms, Finding, Level};
 
 pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
-    let address = crate::url::StoreUrl::Postgres(url.clone()).to_string();
+    let address = url.to_string();
     let client = match conn::open(url, &address, |_| {}, || {}).await {
         Ok(c) => c,
         Err(e) => return vec![Finding::new(Level::Error, "connect", e.to_string())],

@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
+use super::url::{PostgresMode, PostgresUrl};
 use super::{advisory, conn, line, listen};
 use crate::backend::{Attempt, Backend, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-use crate::url::{PostgresMode, PostgresUrl, StoreUrl};
 
 /// Opens the backend the URL's mode names.
 pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
@@ -98,7 +98,7 @@ pub(super) fn remaining(ms: i64) -> Duration {
 impl LeaseBackend {
     /// Connects and creates the table if needed.
     pub async fn connect(url: &PostgresUrl) -> Result<Self> {
-        let address = StoreUrl::Postgres(url.clone()).to_string();
+        let address = url.to_string();
         let client = conn::open(url, &address, |_| {}, || {}).await?;
         conn::create_schema(&client, &url.table, &address).await?;
         Ok(LeaseBackend {

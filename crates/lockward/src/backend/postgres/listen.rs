@@ -9,9 +9,9 @@ use std::sync::Arc;
 use tokio_postgres::{AsyncMessage, Client};
 
 use super::conn;
+use super::url::PostgresUrl;
 use crate::backend::waiters::{Waiter, Waiters};
 use crate::error::Result;
-use crate::url::PostgresUrl;
 
 /// The listening side of a store.
 pub struct Listener {

@@ -9,7 +9,6 @@ use super::conn;
 use super::url::{PostgresMode, PostgresUrl};
 use crate::backend::side::{ServerBytes, SideClient};
 use crate::error::Result;
-use crate::url::StoreUrl;
 
 /// A plain connection to the server.
 pub struct PostgresSide {
@@ -21,7 +20,7 @@ pub struct PostgresSide {
 impl PostgresSide {
     /// Connects to the server of `url`.
     pub async fn connect(url: &PostgresUrl) -> Result<PostgresSide> {
-        let address = StoreUrl::Postgres(url.clone()).to_string();
+        let address = url.to_string();
         let client = conn::open(url, &address, |_| {}, || {}).await?;
         Ok(PostgresSide {
             client,

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::url::{percent_decode, url_error, write_auth, Endpoint, Parts, Secret};
+use crate::url_parts::{percent_decode, url_error, write_auth, Endpoint, Parts, Secret};
 
 /// The lock table of lease mode unless `table=` says otherwise.
 pub const DEFAULT_LEASE_TABLE: &str = "lockward_locks";

@@ -15,9 +15,9 @@ use redis::{PushInfo, PushKind, Value};
 use tokio::sync::OnceCell;
 
 use super::conn::Conn;
+use super::url::RedisUrl;
 use crate::backend::waiters::{Waiter, Waiters};
 use crate::backend::Wakeup;
-use crate::url::RedisUrl;
 
 /// The pub/sub side of a Redis store.
 pub struct Channels {

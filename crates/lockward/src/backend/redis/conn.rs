@@ -12,8 +12,8 @@ use redis::{
     RedisFuture, RedisResult, Value,
 };
 
+use super::url::RedisUrl;
 use crate::error::Error;
-use crate::url::RedisUrl;
 
 /// How long one connection attempt may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -170,7 +170,7 @@ impl ConnectionLike for Conn {
 mod tls {
     use redis::{ClientTlsConfig, RedisResult, TlsCertificates};
 
-    use crate::url::RedisUrl;
+    use super::super::url::RedisUrl;
 
     /// The roots and client certificate the URL names, read from their files.
     pub fn certificates(url: &RedisUrl) -> RedisResult<TlsCertificates> {

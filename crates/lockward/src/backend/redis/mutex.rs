@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use redis::Value;
 
+use super::url::RedisUrl;
 use super::{conn, keys};
 use crate::backend::{
     Attempt, Capabilities, Grant, InLine, Leave, LockBackend, Request, Subscription,
@@ -14,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-use crate::url::RedisUrl;
 
 use super::channels::Channels;
 use super::conn::Conn;
@@ -34,7 +34,7 @@ impl RedisBackend {
     /// Connects to the server of `url`; fails with [`Error::Unavailable`]
     /// when it cannot be reached or refuses the credentials.
     pub async fn connect(url: &RedisUrl) -> Result<Self> {
-        let address = crate::url::StoreUrl::Redis(url.clone()).to_string();
+        let address = url.to_string();
         if url.tls && !cfg!(feature = "redis-tls") {
             return Err(Error::Unsupported {
                 scheme: "rediss".into(),
@@ -44,7 +44,7 @@ impl RedisBackend {
         // Files that cannot be read are the URL's fault: say so before
         // connecting, not as an unreachable server.
         for (what, path) in url.tls_files() {
-            crate::url::read_file(what, path)?;
+            crate::url_parts::read_file(what, path)?;
         }
         let conn = Conn::connect(url, None, false)
             .await

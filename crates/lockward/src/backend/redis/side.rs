@@ -10,7 +10,6 @@ use super::url::RedisUrl;
 use crate::backend::side::{ServerBytes, SideClient};
 use crate::error::{Error, Result};
 use crate::owner::OwnerId;
-use crate::url::StoreUrl;
 
 /// A plain connection to one Redis server.
 pub struct RedisSide {
@@ -21,7 +20,7 @@ pub struct RedisSide {
 impl RedisSide {
     /// Connects to the server of `url`.
     pub async fn connect(url: &RedisUrl) -> Result<RedisSide> {
-        let address = StoreUrl::Redis(url.clone()).to_string();
+        let address = url.to_string();
         let conn = Conn::connect(url, None, false)
             .await
             .map_err(|e| Error::Unavailable {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::url::{url_error, write_auth, Endpoint, Parts, Secret};
+use crate::url_parts::{url_error, write_auth, Endpoint, Parts, Secret};
 
 /// Prefix of every key lockward writes on Redis (and on Redlock's masters)
 /// unless the URL's `prefix=` says otherwise.
@@ -78,7 +78,7 @@ impl RedisUrl {
 
     /// The TLS files the URL names, with what each is.
     pub fn tls_files(&self) -> Vec<(&'static str, &std::path::Path)> {
-        crate::url::tls_files(&self.ca, &self.client_cert)
+        crate::url_parts::tls_files(&self.ca, &self.client_cert)
     }
 
     /// The URL's scheme.

@@ -8,6 +8,7 @@ use futures_util::future::join_all;
 use redis::{Script, Value};
 
 use super::scripts;
+use super::url::RedlockUrl;
 use crate::backend::redis::channels::Channels;
 use crate::backend::redis::conn::Conn;
 use crate::backend::redis::scripts::{self as redis_scripts, LINE};
@@ -17,7 +18,6 @@ use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-use crate::url::{RedlockUrl, StoreUrl};
 
 /// One master: its commands connection and its pub/sub side.
 pub(super) struct Master {
@@ -101,7 +101,7 @@ impl RedlockBackend {
     /// Connects to every master. Masters that are down are connected to
     /// lazily; the store opens when a majority answers.
     pub async fn connect(url: &RedlockUrl) -> Result<Self> {
-        let address = StoreUrl::Redlock(url.clone()).to_string();
+        let address = url.to_string();
         let mut masters = Vec::new();
         for endpoint in &url.masters {
             let master_url = url.master(endpoint);

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::error::Result;
-use crate::url::{url_error, write_auth, Endpoint, Parts, Secret};
+use crate::url_parts::{url_error, write_auth, Endpoint, Parts, Secret};
 
 use crate::backend::redis::url::{RedisUrl, DEFAULT_PREFIX};
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::url::{percent_decode, Parts};
+use crate::url_parts::{percent_decode, Parts};
 
 /// Where the embedded default store keeps its file.
 pub const DEFAULT_SQLITE_PATH: &str = "./.lockward/locks.db";

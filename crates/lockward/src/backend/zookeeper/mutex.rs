@@ -11,12 +11,12 @@ use zookeeper_client::{Acls, Client, CreateMode, CreateOptions};
 
 use super::paths;
 use super::queue::node_data;
+use super::url::ZookeeperUrl;
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, LostReason, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-use crate::url::{StoreUrl, ZookeeperUrl};
 
 use super::session::{unavailable, Session};
 
@@ -95,7 +95,7 @@ pub(super) fn now_millis() -> i64 {
 impl ZookeeperBackend {
     /// Connects to the ensemble of `url`.
     pub async fn connect(url: &ZookeeperUrl) -> Result<Self> {
-        let address = StoreUrl::Zookeeper(url.clone()).to_string();
+        let address = url.to_string();
         let session = Arc::new(Session::connect(url, address.clone()).await?);
         let backend = ZookeeperBackend {
             address,

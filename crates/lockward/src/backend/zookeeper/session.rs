@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use zookeeper_client::{Client, SessionState};
 
+use super::url::ZookeeperUrl;
 use crate::error::{Error, Result};
-use crate::url::ZookeeperUrl;
 
 /// How long to wait for a session to be established.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -163,8 +163,8 @@ pub fn acls(url: &ZookeeperUrl) -> zookeeper_client::Acls<'static> {
 mod tls {
     use zookeeper_client::{Client, Connector};
 
+    use super::super::url::ZookeeperUrl;
     use crate::error::Result;
-    use crate::url::ZookeeperUrl;
 
     /// Connects over TLS with the URL's roots and client certificate; a
     /// file that cannot be read is the URL's fault.
@@ -178,8 +178,8 @@ mod tls {
         // (by us or by the application) is refused harmlessly.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let text = |what: &str, path: &std::path::Path| -> Result<String> {
-            String::from_utf8(crate::url::read_file(what, path)?).map_err(|_| {
-                crate::url::url_error(format!(
+            String::from_utf8(crate::url_parts::read_file(what, path)?).map_err(|_| {
+                crate::url_parts::url_error(format!(
                     "the {what} file {} is not PEM text",
                     path.display()
                 ))
@@ -187,9 +187,9 @@ mod tls {
         };
         let mut options = zookeeper_client::TlsOptions::new();
         if let Some(ca) = &url.ca {
-            options = options
-                .with_pem_ca(&text("CA", ca)?)
-                .map_err(|e| crate::url::url_error(format!("the CA file {}: {e}", ca.display())))?;
+            options = options.with_pem_ca(&text("CA", ca)?).map_err(|e| {
+                crate::url_parts::url_error(format!("the CA file {}: {e}", ca.display()))
+            })?;
         }
         if let Some((cert, key)) = &url.client_cert {
             options = options
@@ -197,7 +197,7 @@ mod tls {
                     &text("client certificate", cert)?,
                     &text("client key", key)?,
                 )
-                .map_err(|e| crate::url::url_error(format!("the client certificate: {e}")))?;
+                .map_err(|e| crate::url_parts::url_error(format!("the client certificate: {e}")))?;
         }
         connector = connector.with_tls(options);
         Ok(connector.secure_connect(hosts).await)

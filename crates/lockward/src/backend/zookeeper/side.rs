@@ -13,7 +13,7 @@ use super::url::ZookeeperUrl;
 use crate::backend::side::{ServerBytes, SideClient};
 use crate::error::Result;
 use crate::owner::OwnerId;
-use crate::url::{Endpoint, StoreUrl};
+use crate::url_parts::Endpoint;
 
 /// A session of its own on the ensemble.
 pub struct ZookeeperSide {
@@ -27,7 +27,7 @@ pub struct ZookeeperSide {
 impl ZookeeperSide {
     /// Connects to the ensemble of `url`.
     pub async fn connect(url: &ZookeeperUrl) -> Result<ZookeeperSide> {
-        let address = StoreUrl::Zookeeper(url.clone()).to_string();
+        let address = url.to_string();
         Ok(ZookeeperSide {
             session: Session::connect(url, address.clone()).await?,
             acls: acls(url),

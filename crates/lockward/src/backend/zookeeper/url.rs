@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::url::{percent_decode, url_error, write_auth, Endpoint, Parts, Secret};
+use crate::url_parts::{percent_decode, url_error, write_auth, Endpoint, Parts, Secret};
 
 /// The session timeout a `zk://` store asks for unless `session_timeout=`
 /// says otherwise: as long as the default lock TTL, so a lock taken with
@@ -40,7 +40,7 @@ pub struct ZookeeperUrl {
 impl ZookeeperUrl {
     /// The TLS files the URL names, with what each is.
     pub fn tls_files(&self) -> Vec<(&'static str, &std::path::Path)> {
-        crate::url::tls_files(&self.ca, &self.client_cert)
+        crate::url_parts::tls_files(&self.ca, &self.client_cert)
     }
 
     /// Takes a `zk` or `zks` URL apart.

@@ -1,0 +1,151 @@
+//! The connection to the API server: the client from a kubeconfig or the
+//! pod's service account, the namespace, and how API errors map to
+//! lockward's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+
+use super::holder::Observation;
+use super::url::KubernetesUrl;
+use crate::error::{Error, Result};
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one request may wait for its answer. Watches end on the
+/// server's side before this (see `watch.rs`).
+const READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A `k8s://` store: Leases for locks, ConfigMaps for records, in one
+/// namespace.
+pub struct KubernetesBackend {
+    pub(super) client: Client,
+    pub(super) leases: Api<Lease>,
+    pub(super) config_maps: Api<ConfigMap>,
+    pub(super) namespace: String,
+    pub(super) prefix: String,
+    pub(super) address: String,
+    /// What each Lease held by someone else looked like when this process
+    /// last saw it change, and when: expiry is timed from that moment on
+    /// the local clock, as client-go times it.
+    pub(super) observed: Mutex<HashMap<String, Observation>>,
+}
+
+impl KubernetesBackend {
+    /// Builds the client from the URL's kubeconfig and context (or, with
+    /// neither, from a pod's service account, `$KUBECONFIG` or
+    /// `~/.kube/config`) and checks that the API server answers.
+    ///
+    /// Dropping the future cancels the connection attempt.
+    pub async fn connect(url: &KubernetesUrl) -> Result<Self> {
+        let address = url.to_string();
+        let mut config = load_config(url, &address).await?;
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        config.read_timeout = Some(READ_TIMEOUT);
+        let namespace = url
+            .namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace.clone());
+        let client = Client::try_from(config).map_err(|e| Error::Unavailable {
+            address: address.clone(),
+            message: format!("cannot build a client: {e}"),
+        })?;
+        let backend = KubernetesBackend {
+            leases: Api::namespaced(client.clone(), &namespace),
+            config_maps: Api::namespaced(client.clone(), &namespace),
+            client,
+            namespace,
+            prefix: url.prefix.clone(),
+            address,
+            observed: Mutex::default(),
+        };
+        backend
+            .client
+            .apiserver_version()
+            .await
+            .map_err(|e| backend.fail(e))?;
+        Ok(backend)
+    }
+
+    /// The namespace every object lives in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// lockward's error for a failed API call. Credentials never appear:
+    /// kube's errors carry the server's message, not the request's headers.
+    pub(super) fn fail(&self, e: kube::Error) -> Error {
+        api_error(&self.address, e)
+    }
+}
+
+/// lockward's error for a failed API call on the store at `address`.
+pub(crate) fn api_error(address: &str, e: kube::Error) -> Error {
+    let address = address.to_string();
+    match e {
+        kube::Error::Api(status) => match status.code {
+            401 => Error::Unavailable {
+                address,
+                message: format!("the API server did not accept the credentials: {}", status.message),
+            },
+            403 => Error::Unavailable {
+                address,
+                message: format!(
+                    "the API server refused: {} (grant the Role in the README's Kubernetes section)",
+                    status.message
+                ),
+            },
+            429 | 500.. => Error::Unavailable {
+                address,
+                message: format!("the API server answered {}: {}", status.code, status.message),
+            },
+            code => Error::Protocol {
+                address,
+                message: format!("the API server answered {code} {}: {}", status.reason, status.message),
+            },
+        },
+        kube::Error::SerdeError(e) => Error::Protocol {
+            address,
+            message: format!("cannot read the API server's answer: {e}"),
+        },
+        other => Error::Unavailable {
+            address,
+            message: other.to_string(),
+        },
+    }
+}
+
+/// The client configuration the URL names.
+async fn load_config(url: &KubernetesUrl, address: &str) -> Result<Config> {
+    let unavailable = |what: String| Error::Unavailable {
+        address: address.to_string(),
+        message: what,
+    };
+    let options = KubeConfigOptions {
+        context: url.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    match (&url.kubeconfig, &url.context) {
+        (Some(path), _) => {
+            let file = Kubeconfig::read_from(path).map_err(|e| {
+                unavailable(format!("cannot read kubeconfig {}: {e}", path.display()))
+            })?;
+            Config::from_custom_kubeconfig(file, &options)
+                .await
+                .map_err(|e| unavailable(format!("kubeconfig {}: {e}", path.display())))
+        }
+        (None, Some(_)) => Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| unavailable(format!("kubeconfig: {e}"))),
+        (None, None) => Config::infer().await.map_err(|e| {
+            unavailable(format!(
+                "no service account (not in a pod) and no kubeconfig ($KUBECONFIG, ~/.kube/config or ?kubeconfig=): {e}"
+            ))
+        }),
+    }
+}

@@ -1,0 +1,284 @@
+//! Locks as Leases, by client-go's rules: a free or expired Lease is taken
+//! with an update on the `resourceVersion` read (a conflict means another
+//! candidate won), renewed by its holder, and released by clearing the
+//! holder with a duration of 1 s.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{ListParams, PostParams, WatchParams};
+
+use super::holder::{self, Record};
+use super::{names, watch::LeaseWatch, KubernetesBackend};
+use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// How often an extend or release reads again after a conflicting write
+/// that left us the holder (someone edited the Lease's metadata).
+const CONFLICT_TRIES: usize = 5;
+
+/// What a `k8s://` store guarantees: expiry by each observer's own clock
+/// (no server clock), waiters woken by a watch but not in order, Leases and
+/// records kept in etcd.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: false,
+    pushed_wakeups: true,
+    server_detects_loss: false,
+    server_clock: false,
+    expires: true,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+    permanent_records: true,
+    native_rw_lock: false,
+};
+
+#[async_trait]
+impl LockBackend for KubernetesBackend {
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    fn address(&self) -> String {
+        self.address.clone()
+    }
+
+    /// One read and, when the Lease is free or its holder expired, one
+    /// conditional write. The fence is the `resourceVersion` the write was
+    /// conditioned on (a fresh Lease: the namespace's list revision), which
+    /// is written beside the holder in the same update.
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let object = self.lease_name(req.name)?;
+        let identity = holder::identity(req.owner, req.label);
+        let Some(lease) = self
+            .leases
+            .get_opt(&object)
+            .await
+            .map_err(|e| self.fail(e))?
+        else {
+            return self.create(&object, &identity, req.ttl).await;
+        };
+        let record = Record::of(lease.spec.as_ref());
+        if !record.is_free() && record.holder != identity {
+            let left = self.time_left(&object, &record);
+            if !left.is_zero() {
+                return Ok(Attempt::Held {
+                    expires_in: Some(left),
+                });
+            }
+        }
+        let fence = self.version_of(&lease.metadata.resource_version)?;
+        let taken = Lease {
+            metadata: holder::with_fence(lease.metadata.clone(), fence, &identity),
+            spec: Some(holder::taken(lease.spec.as_ref(), &identity, req.ttl)),
+        };
+        match self
+            .leases
+            .replace(&object, &PostParams::default(), &taken)
+            .await
+        {
+            Ok(_) => {
+                self.forget(&object);
+                Ok(Attempt::Granted { fence })
+            }
+            // Another candidate wrote first, or the Lease was deleted: the
+            // watch wakes us for what comes next.
+            Err(kube::Error::Api(s)) if s.is_conflict() || s.is_not_found() => {
+                Ok(Attempt::Held { expires_in: None })
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// A watch on the one Lease (see [`LeaseWatch`]).
+    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        let object = self.lease_name(name)?;
+        let watch = LeaseWatch::open(self.leases.clone(), object, self.address.clone()).await?;
+        Ok(Subscription::pushed(watch))
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        self.update_own(name, owner, |spec| holder::renewed(spec, ttl))
+            .await
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        self.update_own(name, owner, holder::released).await?;
+        self.forget(&self.lease_name(name)?);
+        Ok(())
+    }
+
+    /// The holder as this process sees it: a Lease whose record has not
+    /// changed for its duration since this process first read it is free.
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let object = self.lease_name(name)?;
+        let lease = self
+            .leases
+            .get_opt(&object)
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(lease.and_then(|lease| self.info(name.as_str(), &object, &lease)))
+    }
+
+    /// Lists the namespace's Leases whose names lockward wrote (or, with an
+    /// empty prefix, every Lease) and keeps the held ones.
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let all = self
+            .leases
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut held: Vec<LockInfo> = all
+            .items
+            .iter()
+            .filter_map(|lease| {
+                let object = lease.metadata.name.as_deref()?;
+                let name = names::name_of(&self.prefix, object)?;
+                if !name.starts_with(prefix) {
+                    return None;
+                }
+                self.info(&name, object, lease)
+            })
+            .collect();
+        held.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(held)
+    }
+}
+
+impl KubernetesBackend {
+    /// The Lease name of a lock name.
+    pub(super) fn lease_name(&self, name: &Name) -> Result<String> {
+        names::object_name(&self.prefix, name.as_str())
+    }
+
+    /// Creates the Lease with us as its holder. Its fence is the revision
+    /// of a list of the namespace's Leases, read first: larger than every
+    /// write before it, so also than the fences of a Lease someone deleted.
+    async fn create(&self, object: &str, identity: &str, ttl: Duration) -> Result<Attempt> {
+        let params = ListParams::default()
+            .fields(&format!("metadata.name={object}"))
+            .limit(1);
+        let list = self.leases.list(&params).await.map_err(|e| self.fail(e))?;
+        let fence = self.version_of(&list.metadata.resource_version)?;
+        let lease = Lease {
+            metadata: holder::with_fence(
+                kube::api::ObjectMeta {
+                    name: Some(object.to_string()),
+                    namespace: Some(self.namespace.clone()),
+                    ..Default::default()
+                },
+                fence,
+                identity,
+            ),
+            spec: Some(holder::taken(None, identity, ttl)),
+        };
+        match self.leases.create(&PostParams::default(), &lease).await {
+            Ok(_) => {
+                self.forget(object);
+                Ok(Attempt::Granted { fence })
+            }
+            Err(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict() => {
+                Ok(Attempt::Held { expires_in: None })
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Reads the Lease and, while `owner` holds it, writes `change` of its
+    /// spec on the version read; [`Error::NotOwner`] once it does not.
+    async fn update_own(
+        &self,
+        name: &Name,
+        owner: OwnerId,
+        change: impl Fn(
+                &k8s_openapi::api::coordination::v1::LeaseSpec,
+            ) -> k8s_openapi::api::coordination::v1::LeaseSpec
+            + Send
+            + Sync,
+    ) -> Result<()> {
+        let object = self.lease_name(name)?;
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        for _ in 0..CONFLICT_TRIES {
+            let lease = self
+                .leases
+                .get_opt(&object)
+                .await
+                .map_err(|e| self.fail(e))?
+                .ok_or_else(not_owner)?;
+            let spec = lease.spec.clone().unwrap_or_default();
+            let holder = spec.holder_identity.as_deref().unwrap_or("");
+            if holder::owner_of(holder) != Some(owner) {
+                return Err(not_owner());
+            }
+            let updated = Lease {
+                metadata: lease.metadata,
+                spec: Some(change(&spec)),
+            };
+            match self
+                .leases
+                .replace(&object, &PostParams::default(), &updated)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(kube::Error::Api(s)) if s.is_conflict() => continue,
+                Err(kube::Error::Api(s)) if s.is_not_found() => return Err(not_owner()),
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+        Err(Error::Contended {
+            key: name.to_string(),
+            tries: CONFLICT_TRIES as u32,
+        })
+    }
+
+    /// What `inspect` shows of a Lease: `None` when free or expired.
+    fn info(&self, name: &str, object: &str, lease: &Lease) -> Option<LockInfo> {
+        let record = Record::of(lease.spec.as_ref());
+        if record.is_free() {
+            return None;
+        }
+        let left = self.time_left(object, &record);
+        if left.is_zero() {
+            return None;
+        }
+        Some(LockInfo {
+            name: name.to_string(),
+            owner: holder::owner_of(&record.holder)
+                .map(|o| o.to_string())
+                .unwrap_or_else(|| record.holder.clone()),
+            holder: holder::label_of(&record.holder),
+            fence: holder::fence_of(&lease.metadata, &record.holder),
+            expires_in: Some(left),
+            waiters: None,
+        })
+    }
+
+    /// A `resourceVersion` as a number: etcd's revision, global and only
+    /// growing, which Kubernetes lets clients compare.
+    pub(super) fn version_of(&self, version: &Option<String>) -> Result<u64> {
+        version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|v| *v > 0)
+            .ok_or_else(|| Error::Protocol {
+                address: self.address.clone(),
+                message: format!(
+                    "resourceVersion {version:?} is not a positive number; lockward's fences need an API server that stores its objects in etcd"
+                ),
+            })
+    }
+}
+
+/// Watches of one object end on the server's side after this long, before
+/// the client's read timeout, and are opened again.
+pub(super) fn watch_params(object: &str) -> WatchParams {
+    WatchParams::default()
+        .fields(&format!("metadata.name={object}"))
+        .timeout(10)
+}

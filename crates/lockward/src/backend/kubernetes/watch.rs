@@ -1,0 +1,83 @@
+//! A waiter's watch on one Lease: an event that may have freed it (a
+//! release, a deletion, the end of the watch) wakes the waiter to re-check;
+//! one that shows a holder (taken, renewed) does not, since the waiter's
+//! re-check at the holder's expiry covers those.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::stream::BoxStream;
+use futures_util::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::WatchEvent;
+use kube::Api;
+
+use super::conn::api_error;
+use super::holder::Record;
+use super::lease::watch_params;
+use crate::backend::Wakeup;
+use crate::error::Result;
+
+/// Pause before opening a watch again after the server refused one.
+const REOPEN_PAUSE: Duration = Duration::from_millis(500);
+
+type Events = BoxStream<'static, kube::Result<WatchEvent<Lease>>>;
+
+/// A watch on one Lease, opened again when the server ends it.
+pub(super) struct LeaseWatch {
+    leases: Api<Lease>,
+    object: String,
+    events: Option<Events>,
+}
+
+impl LeaseWatch {
+    /// Opens the watch and waits until the server accepted it, so that no
+    /// change after this call is missed.
+    ///
+    /// Dropping the future cancels the request.
+    pub(super) async fn open(leases: Api<Lease>, object: String, address: String) -> Result<Self> {
+        let events = start(&leases, &object)
+            .await
+            .map_err(|e| api_error(&address, e))?;
+        Ok(LeaseWatch {
+            leases,
+            object,
+            events: Some(events),
+        })
+    }
+}
+
+/// A watch from "any recent version": the server first sends the Lease as
+/// it is, so a watch opened again after a gap wakes the waiter at once.
+async fn start(leases: &Api<Lease>, object: &str) -> kube::Result<Events> {
+    Ok(leases.watch(&watch_params(object), "0").await?.boxed())
+}
+
+#[async_trait]
+impl Wakeup for LeaseWatch {
+    /// Resolves at the next event that shows the Lease without a holder
+    /// (or gone), and when the watch ends (the server ends watches after a
+    /// few seconds, or a restart cut it): the waiter re-checks, and the
+    /// next call opens it again. Skipping the events that show a holder
+    /// keeps a crowd of waiters from reading the Lease at every take and
+    /// renewal.
+    async fn changed(&mut self) {
+        match &mut self.events {
+            Some(events) => loop {
+                match events.next().await {
+                    Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease)))
+                        if !Record::of(lease.spec.as_ref()).is_free() => {}
+                    Some(Ok(_)) => return,
+                    Some(Err(_)) | None => {
+                        self.events = None;
+                        return;
+                    }
+                }
+            },
+            None => match start(&self.leases, &self.object).await {
+                Ok(events) => self.events = Some(events),
+                Err(_) => tokio::time::sleep(REOPEN_PAUSE).await,
+            },
+        }
+    }
+}

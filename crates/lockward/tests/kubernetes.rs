@@ -1,0 +1,1 @@
+//! The Kubernetes Lease store on a real kube-apiserver.
