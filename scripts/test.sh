@@ -8,6 +8,9 @@ scripts/install-test-deps.sh
 
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo fmt --all -- --check
+# The testkit's Go (kube-apiserver's build and client-go's elector).
+(cd crates/lockward-testkit/go && unformatted="$(gofmt -l .)" && \
+    { [ -z "$unformatted" ] || { echo "gofmt: $unformatted" >&2; exit 1; }; } && go vet ./...)
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo test --workspace --all-features
 # The side-by-side benchmark is its own workspace (see its Cargo.toml):

@@ -5,7 +5,8 @@
 use std::time::{Duration, Instant};
 
 use lockward_testkit::{
-    EtcdCluster, PostgresServer, RedisMasters, RedisOptions, RedisServer, ZookeeperEnsemble,
+    EtcdCluster, KubeApiServer, PostgresServer, RedisMasters, RedisOptions, RedisServer,
+    ZookeeperEnsemble,
 };
 use serde::Serialize;
 
@@ -20,6 +21,7 @@ pub const BACKENDS: &[&str] = &[
     "etcd",
     "zookeeper",
     "postgres",
+    "k8s",
 ];
 
 /// A kind of fault.
@@ -65,6 +67,7 @@ enum Servers {
     Etcd(EtcdCluster),
     Zookeeper(ZookeeperEnsemble),
     Postgres(PostgresServer),
+    Kube(KubeApiServer),
 }
 
 /// A backend ready for a run.
@@ -102,7 +105,8 @@ impl Target {
             FaultKind::Blackhole,
         ];
         let own: &[FaultKind] = match name {
-            "redis" | "redis-persistent" => &[FaultKind::KillServer],
+            // k8s: kube-apiserver killed; its etcd keeps every Lease.
+            "redis" | "redis-persistent" | "k8s" => &[FaultKind::KillServer],
             // The lease backend times expiry by the server's clock.
             "postgres" => &[FaultKind::KillServer, FaultKind::ClockJump],
             "redlock" => &[FaultKind::KillMinority],
@@ -184,6 +188,12 @@ impl Target {
                 proxies.push(proxy(pg.addr()).await?);
                 let url = pg.url().replace(&pg.addr(), &proxies[0].addr());
                 (Servers::Postgres(pg), url, Duration::from_secs(3))
+            }
+            "k8s" => {
+                let kube = tokio::task::block_in_place(KubeApiServer::start);
+                proxies.push(proxy(kube.addr()).await?);
+                let url = kube.url_via(&proxies[0].addr());
+                (Servers::Kube(kube), url, Duration::from_secs(3))
             }
             other => {
                 return Err(format!(
@@ -309,6 +319,11 @@ impl Target {
                 pg.kill9();
                 pid
             }
+            Servers::Kube(k) => {
+                let pid = k.apiserver_pid();
+                k.kill_apiserver();
+                pid
+            }
             _ => None,
         }
     }
@@ -317,6 +332,7 @@ impl Target {
         match &mut self.servers {
             Servers::Redis(r) => tokio::task::block_in_place(|| r.restart()),
             Servers::Postgres(pg) => tokio::task::block_in_place(|| pg.restart()),
+            Servers::Kube(k) => tokio::task::block_in_place(|| k.start_apiserver()),
             _ => {}
         }
     }

@@ -75,6 +75,13 @@ fn doctor_on_every_store() {
                 assert_eq!(level_of(&report, "pooler"), Some("ok"), "{report}");
                 assert_eq!(code, Some(1), "{report}");
             }
+            "k8s" => {
+                assert_eq!(level_of(&report, "version"), Some("ok"), "{report}");
+                assert!(report.to_string().contains("Kubernetes v1."), "{report}");
+                assert_eq!(level_of(&report, "access"), Some("ok"), "{report}");
+                assert_eq!(level_of(&report, "clock offset"), Some("ok"), "{report}");
+                assert_eq!(code, Some(0), "{report}");
+            }
             other => panic!("unexpected store {other}"),
         }
     }

@@ -207,10 +207,30 @@ impl KubeApiServer {
 
     /// `https://127.0.0.1:PORT`.
     pub fn server(&self) -> String {
-        format!("https://127.0.0.1:{}", self.port)
+        format!("https://{}", self.addr())
+    }
+
+    /// `127.0.0.1:PORT` of the API server.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `k8s://default?kubeconfig=…` as the admin, through `addr` (a proxy
+    /// in front of the API server) instead of the API server's own port.
+    pub fn url_via(&self, addr: &str) -> String {
+        let name = format!("via-{}", addr.replace([':', '.'], "-"));
+        self.write_kubeconfig_to(&name, &format!("https://{addr}"), "admin", ADMIN_TOKEN);
+        format!(
+            "k8s://default?kubeconfig={}",
+            self.dir.path().join(format!("{name}.kubeconfig")).display()
+        )
     }
 
     fn write_kubeconfig(&self, user: &str, token: &str) {
+        self.write_kubeconfig_to(user, &self.server(), user, token);
+    }
+
+    fn write_kubeconfig_to(&self, file: &str, server: &str, user: &str, token: &str) {
         let text = format!(
             "apiVersion: v1
 kind: Config
@@ -231,10 +251,9 @@ contexts:
     namespace: default
 current-context: {user}
 ",
-            server = self.server(),
             ca = self.dir.path().join("ca.pem").display(),
         );
-        std::fs::write(self.dir.path().join(format!("{user}.kubeconfig")), text)
+        std::fs::write(self.dir.path().join(format!("{file}.kubeconfig")), text)
             .expect("write kubeconfig");
     }
 

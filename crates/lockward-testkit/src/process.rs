@@ -60,11 +60,16 @@ impl ServerProcess {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
-        // SAFETY: prctl is async-signal-safe.
+        // SAFETY: prctl, sigemptyset and sigprocmask are async-signal-safe.
         unsafe {
             cmd.pre_exec(|| {
                 #[cfg(target_os = "linux")]
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+                // A server takes its signals whatever its starter blocked
+                // (lockward-testserver blocks SIGTERM to wait for it).
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
                 Ok(())
             });
         }

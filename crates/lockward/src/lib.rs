@@ -45,6 +45,7 @@ pub mod doctor;
 pub mod duration;
 mod error;
 pub mod fence;
+mod finding;
 mod guard;
 mod lease;
 mod line;

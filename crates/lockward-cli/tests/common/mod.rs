@@ -159,6 +159,12 @@ pub fn every_store(dir: &Path) -> EveryStore {
         urls.extend([pg.url(), format!("{}?mode=advisory", pg.url())]);
         servers.push(Box::new(pg));
     }
+    #[cfg(feature = "kubernetes")]
+    {
+        let kube = lockward_testkit::KubeApiServer::start();
+        urls.push(kube.url());
+        servers.push(Box::new(kube));
+    }
     EveryStore {
         urls,
         _servers: servers,

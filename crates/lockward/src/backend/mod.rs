@@ -12,6 +12,7 @@ mod locks;
 mod queued;
 mod records;
 pub mod side;
+mod side_client;
 mod subscription;
 pub mod wait;
 #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]

@@ -1,7 +1,7 @@
 //! etcd: version, members, leader.
 
 use super::url::EtcdUrl;
-use crate::doctor::{Finding, Level};
+use crate::finding::{Finding, Level};
 
 pub(crate) async fn check(url: &EtcdUrl) -> Vec<Finding> {
     let mut client = match crate::backend::etcd::side_client(url).await {

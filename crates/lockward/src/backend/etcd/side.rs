@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::url::EtcdUrl;
-use crate::backend::side::{ServerBytes, SideClient};
+use crate::backend::side_client::{ServerBytes, SideClient};
 use crate::error::{Error, Result};
 
 /// A plain etcd client, with the store's credentials and TLS.

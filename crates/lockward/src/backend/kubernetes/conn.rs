@@ -51,6 +51,9 @@ impl KubernetesBackend {
             .namespace
             .clone()
             .unwrap_or_else(|| config.default_namespace.clone());
+        // kube's TLS is rustls; a build whose dependencies enable a second
+        // crypto provider has no default, so name ring, as the other stores do.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = Client::try_from(config).map_err(|e| Error::Unavailable {
             address: address.clone(),
             message: format!("cannot build a client: {e}"),

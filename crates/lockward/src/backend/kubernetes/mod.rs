@@ -30,12 +30,16 @@
 #[cfg(feature = "kubernetes")]
 mod conn;
 #[cfg(feature = "kubernetes")]
+pub(crate) mod doctor;
+#[cfg(feature = "kubernetes")]
 mod holder;
 #[cfg(feature = "kubernetes")]
 mod lease;
 pub mod names;
 #[cfg(feature = "kubernetes")]
 mod records;
+#[cfg(feature = "kubernetes")]
+pub mod side;
 pub mod url;
 #[cfg(feature = "kubernetes")]
 mod watch;

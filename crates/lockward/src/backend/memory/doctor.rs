@@ -1,6 +1,6 @@
 //! The doctor's finding on the memory store: its scope.
 
-use crate::doctor::{Finding, Level};
+use crate::finding::{Finding, Level};
 
 /// memory:// is private to one process.
 pub(crate) fn check() -> Vec<Finding> {

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use super::conn;
 use super::url::{PostgresMode, PostgresUrl};
-use crate::doctor::{clock_finding, local_ms, Finding, Level};
+use crate::finding::{clock_finding, local_ms, Finding, Level};
 
 pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
     let address = url.to_string();

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::conn;
 use super::url::{PostgresMode, PostgresUrl};
-use crate::backend::side::{ServerBytes, SideClient};
+use crate::backend::side_client::{ServerBytes, SideClient};
 use crate::error::Result;
 
 /// A plain connection to the server.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::conn::Conn;
 use super::url::RedisUrl;
-use crate::doctor::{clock_finding, local_ms, Finding, Level};
+use crate::finding::{clock_finding, local_ms, Finding, Level};
 
 /// One server's `INFO` field.
 fn info_field(info: &str, field: &str) -> Option<String> {

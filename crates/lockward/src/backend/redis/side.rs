@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::conn::Conn;
 use super::url::RedisUrl;
-use crate::backend::side::{ServerBytes, SideClient};
+use crate::backend::side_client::{ServerBytes, SideClient};
 use crate::error::{Error, Result};
 use crate::owner::OwnerId;
 

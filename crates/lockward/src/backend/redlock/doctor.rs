@@ -3,7 +3,7 @@
 
 use super::url::RedlockUrl;
 use crate::backend::redis::doctor::server;
-use crate::doctor::{Finding, Level};
+use crate::finding::{Finding, Level};
 
 /// The findings of every master, and of the quorum.
 pub(crate) async fn check(url: &RedlockUrl) -> Vec<Finding> {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::doctor::{Finding, Level};
+use crate::finding::{Finding, Level};
 
 /// A SQLite file serves the processes of one host.
 pub(crate) fn check(path: &Path) -> Vec<Finding> {

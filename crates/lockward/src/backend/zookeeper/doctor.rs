@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::url::ZookeeperUrl;
-use crate::doctor::{Finding, Level};
+use crate::finding::{Finding, Level};
 
 /// A four-letter command's answer ("" when the node does not answer, or
 /// does not allow the command).

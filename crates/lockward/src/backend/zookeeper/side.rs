@@ -10,7 +10,7 @@ use zookeeper_client::{Acls, CreateMode};
 use super::doctor::four_letter;
 use super::session::{acls, unavailable, Session};
 use super::url::ZookeeperUrl;
-use crate::backend::side::{ServerBytes, SideClient};
+use crate::backend::side_client::{ServerBytes, SideClient};
 use crate::error::Result;
 use crate::owner::OwnerId;
 use crate::url_parts::Endpoint;
