@@ -13,8 +13,8 @@ use std::path::Path;
 use std::process::Command;
 
 use lockward_testkit::{
-    EtcdCluster, PostgresServer, RedisCluster, RedisMasters, RedisOptions, RedisServer,
-    ZookeeperEnsemble,
+    EtcdCluster, KubeApiServer, PostgresServer, RedisCluster, RedisMasters, RedisOptions,
+    RedisServer, ZookeeperEnsemble,
 };
 use serde_json::Value;
 
@@ -103,6 +103,10 @@ fn main() {
             format!("{}?mode=advisory", pg.url()),
             10_000,
         );
+    }
+    if wanted("k8s") {
+        let kube = KubeApiServer::start();
+        bench("k8s", kube.url(), 10_000);
     }
     println!("| store | floor µs | p50 µs | p99 µs | p99.9 µs | cycles/s | of floor | handoff p50 µs | 16 clients one / distinct | 256 clients one / distinct | held locks | bytes/lock | kill -9 / resign failover ms |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");

@@ -22,6 +22,13 @@ const TIMING: [Duration; 3] = [
     Duration::from_millis(500),
 ];
 
+/// One test at a time: each starts its own API server, and the timing
+/// checks should not share two cores with several of them.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -48,6 +55,7 @@ fn lease_field(server: &KubeApiServer, lease: &str, path: &str) -> String {
 
 #[test]
 fn run_and_status_on_kubernetes() {
+    let _turn = one_at_a_time();
     let server = KubeApiServer::start();
     check_run_and_status(&server.url(), "deploy/web", |fence| {
         // kubectl sees the holder on the Lease the name maps to, and the
@@ -80,6 +88,7 @@ fn run_and_status_on_kubernetes() {
 
 #[test]
 fn doctor_names_the_verbs_an_identity_lacks() {
+    let _turn = one_at_a_time();
     let server = KubeApiServer::start();
     let url = format!(
         "k8s://default?kubeconfig={}",
@@ -174,6 +183,7 @@ fn increments(url: &str, dir: &Path, workers: usize, runs: usize, wait: &str) ->
 
 #[test]
 fn counter_is_exact_and_fences_grow_across_a_deleted_lease() {
+    let _turn = one_at_a_time();
     let server = KubeApiServer::start();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("counter"), "0\n").unwrap();
@@ -317,6 +327,7 @@ fn takeover_bound() -> Duration {
 
 #[test]
 fn lockward_leads_first_then_client_go_after_a_kill() {
+    let _turn = one_at_a_time();
     let server = KubeApiServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut lw = lockward_candidate(&server.url(), dir.path(), "lw-1");
@@ -378,6 +389,7 @@ fn lockward_leads_first_then_client_go_after_a_kill() {
 
 #[test]
 fn client_go_leads_first_then_lockward_after_a_kill() {
+    let _turn = one_at_a_time();
     let server = KubeApiServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut go = KillOnDrop(
@@ -450,6 +462,7 @@ fn slow_run(url: &str, dir: &Path) -> Child {
 
 #[test]
 fn waiters_ride_out_a_killed_api_server() {
+    let _turn = one_at_a_time();
     let mut server = KubeApiServer::start();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("counter"), "0\n").unwrap();

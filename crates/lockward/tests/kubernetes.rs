@@ -10,6 +10,23 @@ use std::time::{Duration, Instant};
 use lockward::{Error, LockOptions, Renewal, Store};
 use lockward_testkit::KubeApiServer;
 
+/// One test at a time: each starts its own API server, and the timing
+/// checks should not share two cores with several of them.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs a test's body on a runtime of its own, as `#[tokio::test]` would.
+fn on_runtime(body: impl std::future::Future<Output = ()>) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(body);
+}
+
 fn opts(ttl: Duration) -> LockOptions {
     LockOptions::new().ttl(ttl).renewal(Renewal::Off)
 }
@@ -36,8 +53,13 @@ fn apply_lease(server: &KubeApiServer, name: &str, holder: &str, renew: &str, se
     assert!(apply.wait().unwrap().success(), "kubectl apply failed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expiry_is_observed_not_read_from_renew_time() {
+#[test]
+fn expiry_is_observed_not_read_from_renew_time() {
+    let _turn = one_at_a_time();
+    on_runtime(expiry_is_observed_not_read_from_renew_time_on_a_server());
+}
+
+async fn expiry_is_observed_not_read_from_renew_time_on_a_server() {
     let server = KubeApiServer::start();
     let store = Store::open(&server.url()).await.unwrap();
     // A holder whose renewTime is decades old, as a host with a wrong
@@ -117,8 +139,13 @@ async fn expiry_is_observed_not_read_from_renew_time() {
     guard.release().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn names_read_back_and_records_are_config_maps() {
+#[test]
+fn names_read_back_and_records_are_config_maps() {
+    let _turn = one_at_a_time();
+    on_runtime(names_read_back_and_records_are_config_maps_on_a_server());
+}
+
+async fn names_read_back_and_records_are_config_maps_on_a_server() {
     let server = KubeApiServer::start();
     let store = Store::open(&server.url()).await.unwrap();
     let names = ["orders/42", "Payments", "a--b", "app.example.com", "é"];

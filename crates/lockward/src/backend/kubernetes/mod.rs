@@ -4,7 +4,7 @@
 //! exclude each other both ways.
 //!
 //! - **The Lease** holds client-go's record: `holderIdentity` (lockward's
-//!   is `LABEL_OWNER`, see [`holder`]), `leaseDurationSeconds` (the TTL in
+//!   is `LABEL_OWNER`, see `holder.rs`), `leaseDurationSeconds` (the TTL in
 //!   whole seconds, rounded up), `acquireTime`, `renewTime` and
 //!   `leaseTransitions`. Names map to Lease names by [`names`].
 //! - **Expiry is observed, not computed**: a holder's lease has expired
@@ -25,7 +25,7 @@
 //!   holder (annotation `lockward.dev/fence`), for `status`.
 //! - **Waiting** watches the one Lease and re-checks at every event and
 //!   when the holder would expire. Not FIFO: whoever writes first wins.
-//! - **Records** are ConfigMaps (see [`records`]).
+//! - **Records** are ConfigMaps (see `records.rs`).
 
 #[cfg(feature = "kubernetes")]
 mod conn;
