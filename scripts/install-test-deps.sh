@@ -12,14 +12,16 @@
 #                              its libnetty-java serves TLS for the zks:// tests)
 #   libcurator-recipes-java    Curator's InterProcessMutex, for the interoperability test (javac)
 #   faketime                   clock skew in the chaos harness (libfaketime)
+#   prometheus                 scrapes `lockward --metrics` in the metrics tests
+#   tmux                       drives `lockward status --watch` as a terminal
 # Then it builds the Kubernetes store's test servers (kube-apiserver, kubectl,
 # a current etcd and client-go's leader election) from Go modules, once per
 # version: scripts/build-kube-testservers.sh, which needs Go 1.26.
 set -euo pipefail
 
 packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev
-  postgresql zookeeper default-jdk-headless libcurator-recipes-java faketime)
-commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc java javac faketime)
+  postgresql zookeeper default-jdk-headless libcurator-recipes-java faketime prometheus tmux)
+commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc java javac faketime prometheus tmux)
 files=(/usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar /usr/share/java/netty-handler.jar
   /usr/share/java/curator-recipes.jar /usr/share/java/slf4j-simple.jar)
 
@@ -50,7 +52,7 @@ if [ -n "${install_packages:-}" ]; then
   $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
   # The packages start system services we do not use: tests start their own
   # servers on free loopback ports.
-  for service in redis-server etcd postgresql zookeeper; do
+  for service in redis-server etcd postgresql zookeeper prometheus prometheus-node-exporter; do
     $sudo service "$service" stop >/dev/null 2>&1 || true
   done
 fi

@@ -25,9 +25,11 @@ pub struct CronArgs {
     /// Hold the lock at least this long after the start.
     #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
     pub lock_at_least: Duration,
-    /// Hold it at most this long: CMD is stopped then.
-    #[arg(long, default_value = "10m", value_parser = parse_duration)]
-    pub lock_at_most: Duration,
+    /// Hold it at most this long: CMD is stopped then. Default: 10m, or
+    /// the longest TTL the store allows when that is shorter (ZooKeeper:
+    /// its session timeout).
+    #[arg(long, value_parser = parse_duration)]
+    pub lock_at_most: Option<Duration>,
     /// When a fire time comes while the job still runs (on any instance):
     /// `forbid` skips it (written to the ledger), `allow` runs both,
     /// `replace` stops the running one, then runs the new one.
@@ -83,9 +85,20 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         eprintln!("lockward: cannot install signal handlers");
         return exit::SOFTWARE;
     };
+    let most = Duration::from_secs(600);
+    let lock_at_most = match (args.lock_at_most, store.max_ttl()) {
+        (Some(given), Some(max)) if given > max => {
+            eprintln!(
+                "lockward: --lock-at-most {given:?} is longer than this store allows ({max:?})"
+            );
+            return exit::USAGE;
+        }
+        (Some(given), _) => given,
+        (None, max) => max.map_or(most, |max| most.min(max)),
+    };
     let options = CronOptions {
         lock_at_least_for: args.lock_at_least,
-        lock_at_most_for: args.lock_at_most,
+        lock_at_most_for: lock_at_most,
         overlap: args.overlap,
         ..Default::default()
     };
@@ -241,12 +254,7 @@ pub async fn cron_log(store: &Store, args: CronLogArgs) -> u8 {
                 .execution
                 .as_ref()
                 .and_then(|x| x.end.map(|t| t.to_rfc3339())),
-            outcome: e.execution.as_ref().map(|x| match &x.outcome {
-                Outcome::Running => "running".to_string(),
-                Outcome::Succeeded => "succeeded".to_string(),
-                Outcome::Failed(why) => format!("failed: {why}"),
-                Outcome::Skipped(why) => format!("skipped: {why}"),
-            }),
+            outcome: e.execution.as_ref().map(|x| x.outcome.to_string()),
             fence: e.execution.as_ref().map(|x| x.fence),
         })
         .collect();

@@ -13,12 +13,15 @@ mod exit;
 mod holder;
 mod keeper;
 mod lease;
+mod log;
+mod metrics;
 mod once;
 mod run;
 mod sem;
 mod status;
 mod stop;
 mod tree;
+mod unlock;
 mod warden;
 
 use std::process::ExitCode;
@@ -34,6 +37,21 @@ default: $LOCKWARD_STORE, else the embedded sqlite://./.lockward/locks.db";
 struct Cli {
     #[arg(long, global = true, env = "LOCKWARD_STORE", help = STORE_HELP)]
     store: Option<String>,
+    /// Serve metrics in the Prometheus text format at http://ADDR/metrics
+    /// while the command runs (no authentication: bind to loopback or a
+    /// private network), e.g. 127.0.0.1:9464.
+    #[arg(long, global = true, env = "LOCKWARD_METRICS", value_name = "ADDR")]
+    metrics: Option<String>,
+    /// How log lines on stderr are written; which are written comes from
+    /// LOCKWARD_LOG (else RUST_LOG), e.g. `lockward=debug`; default: warnings.
+    #[arg(
+        long,
+        global = true,
+        env = "LOCKWARD_LOG_FORMAT",
+        value_enum,
+        default_value_t
+    )]
+    log_format: log::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,6 +79,8 @@ enum Command {
     #[command(hide = true)]
     Warden(warden::WardenArgs),
     Status(status::StatusArgs),
+    #[command(after_help = exit::TABLE)]
+    Unlock(unlock::UnlockArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +97,9 @@ fn main() -> ExitCode {
         Command::Keeper(args) => return ExitCode::from(keeper::keep(args)),
         Command::Warden(args) => return ExitCode::from(warden::ward(args)),
         _ => {}
+    }
+    if let Err(code) = log::init(cli.log_format) {
+        return ExitCode::from(code);
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,6 +132,18 @@ async fn dispatch(cli: Cli) -> u8 {
         (None, Some(dir)) => format!("sqlite://{}", dir.path().join("locks.db").display()),
         (None, None) => format!("sqlite://{}", lockward::DEFAULT_SQLITE_PATH),
     };
+    // Only the long-running commands serve metrics: the demo's workers and
+    // the other short commands inherit LOCKWARD_METRICS and must not take
+    // the port.
+    let serves = matches!(
+        cli.command,
+        Command::Run(_) | Command::Elect(_) | Command::Cron(_) | Command::Sem(_) | Command::Once(_)
+    );
+    if let (Some(addr), true) = (&cli.metrics, serves) {
+        if let Err(code) = metrics::serve(addr) {
+            return code;
+        }
+    }
     // The doctor reports an unreachable store as a finding.
     if let Command::Doctor(args) = cli.command {
         return doctor::doctor(&url, args).await;
@@ -131,6 +166,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Bench(args) => bench::bench(&store, &url, args).await,
         Command::DemoWorker(args) => demo::worker(&store, &url, args).await,
         Command::Status(args) => status::status(&store, args).await,
+        Command::Unlock(args) => unlock::unlock(&store, args).await,
         Command::Doctor(_) | Command::Keeper(_) | Command::Warden(_) => {
             unreachable!("handled before the store is opened")
         }

@@ -64,7 +64,7 @@ pub async fn once(store: &Store, args: OnceArgs) -> u8 {
         .begin(&args.key)
         .await;
     let claim = match begun {
-        Ok(Begun::Claimed(claim)) => claim,
+        Ok(Begun::Claimed(claim)) => *claim,
         Ok(Begun::Stored(record)) => {
             eprintln!(
                 "lockward: {} ran already ({record}); not running it again",

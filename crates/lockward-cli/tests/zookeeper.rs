@@ -56,3 +56,52 @@ fn default_ttl_fits_a_server_capped_at_ten_second_sessions() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("session"));
 }
+
+/// `cron` without `--lock-at-most` holds each fire time at most the session
+/// timeout, so it runs on ZooKeeper; a longer `--lock-at-most` is refused
+/// before the first fire time rather than at each.
+#[test]
+fn cron_fits_its_lock_to_the_session() {
+    let zk = ZookeeperEnsemble::start_single();
+    let url = zk.url();
+    let mut cron = common::KillOnDrop(
+        std::process::Command::new(common::lockward())
+            .args(["--store", &url, "cron", "tick", "* * * * * *", "--", "true"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    common::signal(cron.0.id(), libc::SIGTERM);
+    common::wait_exit(&mut cron.0, std::time::Duration::from_secs(10));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut cron.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.contains("invalid ttl"), "{stderr}");
+    let log = std::process::Command::new(common::lockward())
+        .args(["--store", &url, "cron-log", "tick", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+    let ran = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "succeeded")
+        .count();
+    assert!(ran >= 1, "{rows}");
+
+    let refused = std::process::Command::new(common::lockward())
+        .args([
+            "--store",
+            &url,
+            "cron",
+            "tick",
+            "* * * * * *",
+            "--lock-at-most",
+            "1h",
+        ])
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(64), "{refused:?}");
+}

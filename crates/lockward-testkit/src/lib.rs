@@ -12,6 +12,7 @@ pub mod kube;
 mod port;
 pub mod postgres;
 mod process;
+pub mod prometheus;
 pub mod redis;
 pub mod zookeeper;
 
@@ -20,6 +21,7 @@ pub use kube::KubeApiServer;
 pub use port::free_port;
 pub use postgres::PostgresServer;
 pub use process::ServerProcess;
+pub use prometheus::PrometheusServer;
 pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};
 pub use zookeeper::ZookeeperEnsemble;
 

@@ -11,6 +11,9 @@ pub enum LostReason {
     TakenOver,
     /// The connection or session that held the lock ended (ephemeral backends).
     SessionEnded,
+    /// An operator ended the lease from elsewhere
+    /// ([`Store::force_unlock`](crate::Store::force_unlock), `lockward unlock --force`).
+    ForcedUnlock,
 }
 
 impl std::fmt::Display for LostReason {
@@ -19,6 +22,7 @@ impl std::fmt::Display for LostReason {
             LostReason::Expired => "its deadline passed before it could be renewed",
             LostReason::TakenOver => "the store no longer records us as the holder",
             LostReason::SessionEnded => "the session that held it ended",
+            LostReason::ForcedUnlock => "an operator ended its lease (a forced unlock)",
         })
     }
 }

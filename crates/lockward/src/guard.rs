@@ -34,6 +34,10 @@ use crate::renewer::{Renewer, SharedStanding, Standing};
 #[derive(Debug)]
 pub struct Guard {
     backend: Arc<dyn Backend>,
+    /// The store's scheme, for metrics.
+    scheme: &'static str,
+    /// When it was granted, for `lockward_held_seconds`.
+    held_since: Instant,
     lease: Lease,
     standing: SharedStanding,
     /// Keeps the store's renewal scheduler alive while this guard needs it.
@@ -123,6 +127,7 @@ impl LostSignal {
 impl Guard {
     pub(crate) fn new(
         backend: Arc<dyn Backend>,
+        scheme: &'static str,
         lease: Lease,
         lock_delay: Duration,
         renewal: Option<(Duration, Arc<Renewer>)>,
@@ -136,11 +141,14 @@ impl Guard {
         });
         let standing = Arc::new(standing);
         let renewer = renewal.map(|(every, renewer)| {
-            renewer.register(lease.name.clone(), lease.owner, every, &standing);
+            renewer.register(&lease, every, &standing);
             renewer
         });
+        crate::metrics::held(scheme);
         Guard {
             backend,
+            scheme,
+            held_since: Instant::now(),
             lease,
             standing,
             _renewer: renewer,
@@ -215,9 +223,18 @@ impl Guard {
                 Ok(())
             }
             Err(Error::NotOwner { .. }) => {
-                self.standing
-                    .send_modify(|s| s.lost = Some(LostReason::TakenOver));
-                Err(self.lost_error(LostReason::TakenOver))
+                let reason = self.why_refused().await;
+                let mut first = false;
+                self.standing.send_modify(|s| {
+                    first = s.lost.is_none();
+                    s.lost = Some(reason);
+                });
+                if first {
+                    crate::metrics::lost(self.scheme, reason);
+                    tracing::warn!(name = %self.lease.name, fence = self.lease.fence,
+                        store = self.scheme, ?reason, "lease lost");
+                }
+                Err(self.lost_error(reason))
             }
             Err(other) => Err(other),
         }
@@ -227,6 +244,8 @@ impl Guard {
     /// [`Error::Lost`] when the lease had already ended (on the store, or
     /// locally: its deadline passed), but releases it on the store anyway:
     /// work done after the deadline may have overlapped with another holder.
+    #[tracing::instrument(level = "debug", skip_all,
+        fields(lock = %self.lease.name, fence = self.lease.fence, store = self.scheme))]
     pub async fn release(self) -> Result<()> {
         let was_lost = self.standing.borrow().lost_at(Instant::now());
         self.end();
@@ -236,7 +255,11 @@ impl Guard {
             .await;
         match result {
             Err(Error::NotOwner { .. }) => {
-                Err(self.lost_error(was_lost.unwrap_or(LostReason::TakenOver)))
+                let reason = match was_lost {
+                    Some(reason) => reason,
+                    None => self.why_refused().await,
+                };
+                Err(self.lost_error(reason))
             }
             // Released, but after the local deadline: whatever ran after it
             // was not protected, however slow the store was to notice.
@@ -255,7 +278,16 @@ impl Guard {
             already = s.ended;
             s.ended = true;
         });
+        if !already {
+            crate::metrics::let_go(self.scheme, self.held_since.elapsed());
+        }
         already
+    }
+
+    /// Why the store refused this lease (a forced unlock, or taken over).
+    async fn why_refused(&self) -> LostReason {
+        let lease = &self.lease;
+        crate::forced::why_refused(&self.backend, &lease.name, lease.owner, lease.fence).await
     }
 
     fn lost_error(&self, reason: LostReason) -> Error {

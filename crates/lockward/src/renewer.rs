@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::Backend;
 use crate::error::{Error, LostReason};
-use crate::lease::delayed_deadline;
+use crate::lease::{delayed_deadline, Lease};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -58,6 +58,8 @@ pub(crate) type SharedStanding = Arc<watch::Sender<Standing>>;
 struct Entry {
     name: Name,
     owner: OwnerId,
+    /// The lease's fence: how a forced unlock's trace names it.
+    fence: u64,
     every: Duration,
     standing: Weak<watch::Sender<Standing>>,
 }
@@ -83,9 +85,10 @@ impl std::fmt::Debug for Renewer {
 
 impl Renewer {
     /// Starts the scheduler on the current runtime.
-    pub fn start(backend: Arc<dyn Backend>) -> Renewer {
+    /// `scheme` is the store's, for metrics.
+    pub fn start(backend: Arc<dyn Backend>, scheme: &'static str) -> Renewer {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(schedule(backend, tx.clone(), rx));
+        let task = tokio::spawn(schedule(backend, scheme, tx.clone(), rx));
         Renewer { tx, task }
     }
 
@@ -95,10 +98,11 @@ impl Renewer {
     }
 
     /// Renews `standing`'s lease every `every` until it ends or is lost.
-    pub fn register(&self, name: Name, owner: OwnerId, every: Duration, standing: &SharedStanding) {
+    pub fn register(&self, lease: &Lease, every: Duration, standing: &SharedStanding) {
         let _ = self.tx.send(Msg::Register(Entry {
-            name,
-            owner,
+            name: lease.name.clone(),
+            owner: lease.owner,
+            fence: lease.fence,
             every,
             standing: Arc::downgrade(standing),
         }));
@@ -113,6 +117,7 @@ impl Drop for Renewer {
 
 async fn schedule(
     backend: Arc<dyn Backend>,
+    scheme: &'static str,
     tx: mpsc::UnboundedSender<Msg>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
 ) {
@@ -145,7 +150,7 @@ async fn schedule(
                     match entry.standing.upgrade() {
                         Some(standing) => {
                             tokio::spawn(renew_once(
-                                backend.clone(), id, entry.clone(), standing, tx.clone(),
+                                backend.clone(), scheme, id, entry.clone(), standing, tx.clone(),
                             ));
                         }
                         None => {
@@ -167,8 +172,11 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// One renewal: extend before the deadline; on refusal, signal lost; on a
 /// transient error, retry sooner while the deadline allows.
+#[tracing::instrument(name = "renew", level = "trace", skip_all,
+    fields(lock = %entry.name, store = scheme))]
 async fn renew_once(
     backend: Arc<dyn Backend>,
+    scheme: &'static str,
     id: u64,
     entry: Arc<Entry>,
     standing: SharedStanding,
@@ -180,7 +188,15 @@ async fn renew_once(
         return;
     }
     let lose = |reason| {
-        standing.send_modify(|s| s.lost = s.lost.or(Some(reason)));
+        let mut first = false;
+        standing.send_modify(|s| {
+            first = s.lost.is_none();
+            s.lost = s.lost.or(Some(reason));
+        });
+        if first {
+            crate::metrics::lost(scheme, reason);
+            tracing::warn!(name = %entry.name, store = scheme, ?reason, "lease lost");
+        }
         let _ = tx.send(Msg::Forget(id));
     };
     if Instant::now() >= current.deadline {
@@ -194,12 +210,16 @@ async fn renew_once(
     .await;
     match attempt {
         Ok(Ok(())) => {
+            crate::metrics::renewal(scheme, true);
             standing.send_modify(|s| s.deadline = s.deadline_from(started));
             let _ = tx.send(Msg::Reschedule(id, Instant::now() + entry.every));
         }
-        Ok(Err(Error::NotOwner { .. })) => lose(LostReason::TakenOver),
+        Ok(Err(Error::NotOwner { .. })) => {
+            lose(crate::forced::why_refused(&backend, &entry.name, entry.owner, entry.fence).await)
+        }
         Ok(Err(Error::Lost { reason, .. })) => lose(reason),
         Ok(Err(e)) => {
+            crate::metrics::renewal(scheme, false);
             tracing::warn!(name = %entry.name, error = %e, "renewal failed; retrying before the deadline");
             let left = current.deadline.saturating_duration_since(Instant::now());
             let pause = (left / 4).clamp(Duration::from_millis(1), entry.every);

@@ -43,4 +43,12 @@ impl Capabilities {
     pub const fn lock_delay(&self) -> bool {
         self.expires && !self.server_detects_loss
     }
+
+    /// Whether an operator can end a holder's lease from elsewhere
+    /// ([`Store::force_unlock`](crate::Store::force_unlock)): only where the
+    /// store keeps leases, not where a lock lives in its holder's session
+    /// (PostgreSQL advisory mode).
+    pub const fn force_unlock(&self) -> bool {
+        self.expires
+    }
 }

@@ -111,6 +111,18 @@ pub trait LockBackend: Send + Sync + 'static {
     /// `owner` does not hold a live lease on `name`.
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()>;
 
+    /// Ends `holder`'s lease on `name` although this process is not its
+    /// owner, for an operator whose holder is stuck.
+    /// [`Error::NotOwner`](crate::Error::NotOwner) when `holder` no longer
+    /// holds it. The default releases as the holder's owner; stores whose
+    /// release needs the holder's own session override it.
+    async fn force_release(&self, name: &Name, holder: &LockInfo) -> Result<()> {
+        let owner = OwnerId::from_hex(&holder.owner).ok_or_else(|| crate::Error::NotOwner {
+            name: name.to_string(),
+        })?;
+        self.release(name, owner).await
+    }
+
     /// The current holder of `name`, if any.
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>>;
 

@@ -35,6 +35,30 @@ use crate::guard::Guard;
 use crate::options::{LockOptions, Renewal};
 use crate::store::Store;
 
+/// How long an election stays listed for status views after a candidate
+/// last campaigned in it.
+const LISTED_FOR: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The record that lists election `name` for status views.
+fn listing_key(name: &str) -> String {
+    format!("election/{name}")
+}
+
+/// The elections a candidate campaigned in during the last 30 days, by
+/// name, sorted: for status views. An election's leader is its lock's
+/// holder ([`Candidate::leader`]).
+///
+/// Cancelling the call changes nothing.
+pub async fn elections(store: &Store) -> Result<Vec<String>> {
+    let prefix = listing_key("");
+    Ok(store
+        .records(&prefix)
+        .await?
+        .into_iter()
+        .filter_map(|(key, _)| key.strip_prefix(&prefix).map(str::to_string))
+        .collect())
+}
+
 /// Election timing, as in client-go's `LeaderElectionConfig`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ElectionConfig {
@@ -131,22 +155,45 @@ impl Candidate {
     }
 
     /// Waits until elected. Drop the future to stop campaigning.
+    #[tracing::instrument(level = "debug", skip_all, fields(election = %self.name, identity = %self.identity))]
     pub async fn campaign(&self) -> Result<Leadership> {
+        crate::metrics::not_leading(&self.name);
+        self.list_for_status().await;
         let guard = self.store.acquire(&self.name, &self.options()).await?;
         Ok(self.leadership(guard))
     }
 
     /// Becomes leader only if nobody leads now.
+    #[tracing::instrument(level = "debug", skip_all, fields(election = %self.name, identity = %self.identity))]
     pub async fn try_campaign(&self) -> Result<Leadership> {
+        crate::metrics::not_leading(&self.name);
         let guard = self.store.try_acquire(&self.name, &self.options()).await?;
+        // Only when elected: candidates may try often.
+        self.list_for_status().await;
         Ok(self.leadership(guard))
     }
 
+    /// Lists this election for [`elections`]; a store that cannot write
+    /// the record only leaves the election unlisted.
+    async fn list_for_status(&self) {
+        let lease_ms = self.config.lease_duration.as_millis().to_string();
+        let written = self
+            .store
+            .put_record(&listing_key(&self.name), &lease_ms, LISTED_FOR)
+            .await;
+        if let Err(e) = written {
+            tracing::debug!(election = %self.name, error = %e, "cannot list the election for status");
+        }
+    }
+
     fn leadership(&self, guard: Guard) -> Leadership {
+        crate::metrics::election(&self.name, "elected");
+        tracing::info!(election = %self.name, identity = %self.identity, epoch = guard.fence(), "elected");
         Leadership {
             epoch: guard.fence(),
             guard,
             margin: self.config.lease_duration - self.config.renew_deadline,
+            election: LeaderGauge(self.name.clone()),
         }
     }
 
@@ -189,6 +236,8 @@ pub struct Leadership {
     /// lease duration − renew deadline: how long before the lease's local
     /// deadline the leader must stop.
     margin: Duration,
+    /// The election's name, for metrics.
+    election: LeaderGauge,
 }
 
 impl Leadership {
@@ -209,11 +258,11 @@ impl Leadership {
                 .checked_sub(self.margin)
                 .unwrap_or_else(Instant::now);
             tokio::select! {
-                reason = lost.wait() => return Revoked::Lost(reason),
+                reason = lost.wait() => return self.revoke(Revoked::Lost(reason)),
                 _ = tokio::time::sleep_until(stop_at.into()) => {
                     // A renewal may have moved the deadline meanwhile.
                     if Instant::now() + self.margin >= renewals.deadline() {
-                        return Revoked::RenewDeadline;
+                        return self.revoke(Revoked::RenewDeadline);
                     }
                 }
                 _ = renewals.changed() => {}
@@ -221,8 +270,16 @@ impl Leadership {
         }
     }
 
+    fn revoke(&self, how: Revoked) -> Revoked {
+        crate::metrics::election(&self.election.0, "revoked");
+        tracing::warn!(election = %self.election.0, epoch = self.epoch, revoked = ?how, "leadership revoked");
+        how
+    }
+
     /// Gives the leadership up at once; waiting candidates are woken.
     pub async fn resign(self) -> Result<()> {
+        crate::metrics::election(&self.election.0, "resigned");
+        tracing::info!(election = %self.election.0, epoch = self.epoch, "resigned");
         self.guard.release().await
     }
 
@@ -232,5 +289,16 @@ impl Leadership {
     /// deadline.
     pub fn guard(&self) -> &Guard {
         &self.guard
+    }
+}
+
+/// An election's name, whose `lockward_leader` gauge goes to 0 when the
+/// leadership holding it ends, however it ends.
+#[derive(Debug)]
+struct LeaderGauge(String);
+
+impl Drop for LeaderGauge {
+    fn drop(&mut self) {
+        crate::metrics::not_leading(&self.0);
     }
 }

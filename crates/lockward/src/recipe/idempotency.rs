@@ -91,7 +91,7 @@ pub enum Begun {
     InProgress,
     /// This caller holds the key's lock and must run the operation, then
     /// [`Claim::complete`] or [`Claim::abandon`] it.
-    Claimed(Claim),
+    Claimed(Box<Claim>),
 }
 
 /// The right to run one key's operation: the key's lock, held.
@@ -137,6 +137,7 @@ impl Claim {
         };
         let released = self.guard.release().await;
         stored?;
+        crate::metrics::idempotent("ran");
         match released {
             Ok(()) | Err(Error::Lost { .. } | Error::NotOwner { .. }) => Ok(()),
             Err(e) => Err(e),
@@ -220,6 +221,7 @@ impl Idempotency {
     ///
     /// Dropping the future while it waits for the lock cancels the wait and
     /// leaves nothing behind.
+    #[tracing::instrument(level = "debug", skip(self))]
     pub async fn begin(&self, key: &str) -> Result<Begun> {
         let name = self.key(key)?;
         match self.retention {
@@ -232,6 +234,7 @@ impl Idempotency {
             None => {}
         }
         if let Some(done) = self.store.record(name.as_str()).await? {
+            crate::metrics::idempotent("stored");
             return Ok(Begun::Stored(done));
         }
         let guard = if self.waiting {
@@ -239,21 +242,25 @@ impl Idempotency {
         } else {
             match self.store.try_acquire(name.as_str(), &self.lock).await {
                 Ok(guard) => guard,
-                Err(Error::Busy { .. }) => return Ok(Begun::InProgress),
+                Err(Error::Busy { .. }) => {
+                    crate::metrics::idempotent("in_progress");
+                    return Ok(Begun::InProgress);
+                }
                 Err(e) => return Err(e),
             }
         };
         // It may have finished between our look and our lock.
         if let Some(done) = self.store.record(name.as_str()).await? {
             guard.release().await?;
+            crate::metrics::idempotent("stored");
             return Ok(Begun::Stored(done));
         }
-        Ok(Begun::Claimed(Claim {
+        Ok(Begun::Claimed(Box::new(Claim {
             store: self.store.clone(),
             guard,
             key: name,
             retention: self.retention,
-        }))
+        })))
     }
 
     /// Runs `operation` unless `key` ran already or runs now (see the
@@ -276,7 +283,7 @@ impl Idempotency {
         let claim = match self.begin(key).await? {
             Begun::Stored(done) => return Ok(Idempotent::Stored(done)),
             Begun::InProgress => return Ok(Idempotent::InProgress),
-            Begun::Claimed(claim) => claim,
+            Begun::Claimed(claim) => *claim,
         };
         let outcome = tokio::select! {
             outcome = operation() => outcome,

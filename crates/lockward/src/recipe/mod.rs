@@ -10,7 +10,7 @@ pub mod rate_limit;
 pub mod rw_lock;
 pub mod semaphore;
 
-pub use election::{Candidate, ElectionConfig, Leadership, Revoked};
+pub use election::{elections, Candidate, ElectionConfig, Leadership, Revoked};
 pub use idempotency::{Begun, Claim, Idempotency, IdempotencyError, Idempotent};
 pub use multi_lock::MultiGuard;
 pub use optimistic::{Applied, Change, Optimistic, UpdateError, Updated};

@@ -57,6 +57,7 @@ impl Store {
     /// Cancellation: dropping the future releases what was taken so far
     /// (in the background, as dropped guards do) and cancels the wait in
     /// progress as [`Store::acquire`] does.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn acquire_all<I, S>(&self, names: I, opts: &LockOptions) -> Result<MultiGuard>
     where
         I: IntoIterator<Item = S>,
@@ -90,6 +91,7 @@ impl Store {
     /// held one. Input rules as for [`acquire_all`](Store::acquire_all).
     ///
     /// Cancellation: as for [`acquire_all`](Store::acquire_all).
+    #[tracing::instrument(level = "debug", skip_all)]
     pub async fn try_acquire_all<I, S>(&self, names: I, opts: &LockOptions) -> Result<MultiGuard>
     where
         I: IntoIterator<Item = S>,

@@ -130,7 +130,7 @@ impl FixedWindow {
         let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
         let window_ms = self.window.as_millis().max(1) as u64;
         let limit = self.limit;
-        decide(&self.store, key.as_str(), |stored, now| {
+        let decision = decide(&self.store, key.as_str(), |stored, now| {
             let start = now - now % window_ms;
             let count = stored
                 .and_then(|v| v.split_once(' '))
@@ -148,7 +148,9 @@ impl FixedWindow {
                 },
             )
         })
-        .await
+        .await;
+        count_limited(&self.name, &decision);
+        decision
     }
 }
 
@@ -195,7 +197,7 @@ impl Gcra {
     pub async fn check(&self, subject: &str) -> Result<Decision> {
         let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
         let (interval, tolerance) = (self.interval_us, self.tolerance_us);
-        decide(&self.store, key.as_str(), |stored, now_ms| {
+        let decision = decide(&self.store, key.as_str(), |stored, now_ms| {
             let now = now_ms * 1_000;
             // The theoretical arrival time of the next request.
             let tat = stored
@@ -218,6 +220,16 @@ impl Gcra {
                 Decision::Allowed { remaining },
             )
         })
-        .await
+        .await;
+        count_limited(&self.name, &decision);
+        decision
+    }
+}
+
+/// Counts a refused request in `lockward_rate_limited_total`.
+fn count_limited(limiter: &str, decision: &Result<Decision>) {
+    if let Ok(Decision::Limited { .. }) = decision {
+        crate::metrics::rate_limited(limiter);
+        tracing::debug!(limiter, "request refused by the rate limit");
     }
 }

@@ -114,6 +114,7 @@ impl RwLock {
     ///
     /// Cancellation: dropping the future gives up the place in line; a
     /// permit taken at that moment frees at its TTL at the latest.
+    #[tracing::instrument(name = "rw_read", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn read(&self, opts: &LockOptions) -> Result<ReadGuard> {
         if self.native() {
             let reader = self
@@ -128,6 +129,7 @@ impl RwLock {
 
     /// Takes the read side if no writer holds or waits, else fails at once
     /// with [`Error::Busy`]. Cancellation: as for [`read`](RwLock::read).
+    #[tracing::instrument(name = "rw_try_read", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn try_read(&self, opts: &LockOptions) -> Result<ReadGuard> {
         if self.native() {
             let reader = self
@@ -147,6 +149,7 @@ impl RwLock {
     ///
     /// Cancellation: dropping the future releases `NAME` (in the
     /// background, as a dropped guard does) and gives up the wait.
+    #[tracing::instrument(name = "rw_write", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn write(&self, opts: &LockOptions) -> Result<Guard> {
         if self.native() {
             return self
@@ -169,6 +172,7 @@ impl RwLock {
 
     /// Takes the write side if nobody reads or writes, else fails at once
     /// with [`Error::Busy`]. Cancellation: as for [`write`](RwLock::write).
+    #[tracing::instrument(name = "rw_try_write", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn try_write(&self, opts: &LockOptions) -> Result<Guard> {
         if self.native() {
             return self

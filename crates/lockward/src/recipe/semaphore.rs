@@ -76,6 +76,26 @@ pub struct Permit {
     slot: u32,
     permits: u32,
     semaphore: Semaphore,
+    /// Counts the permits in `lockward_semaphore_permits_held` while held.
+    _counted: PermitGauge,
+}
+
+/// `k` permits of a semaphore in `lockward_semaphore_permits_held`, until
+/// dropped (the permit released, dropped or turned into a guard).
+#[derive(Debug)]
+struct PermitGauge(String, u32);
+
+impl PermitGauge {
+    fn start(semaphore: &str, k: u32) -> PermitGauge {
+        crate::metrics::permits(semaphore, f64::from(k));
+        PermitGauge(semaphore.to_string(), k)
+    }
+}
+
+impl Drop for PermitGauge {
+    fn drop(&mut self) {
+        crate::metrics::permits(&self.0, -f64::from(self.1));
+    }
 }
 
 impl Permit {
@@ -191,6 +211,7 @@ impl Semaphore {
 
     /// Takes `k` permits at once if they are free, else fails at once with
     /// [`Error::Busy`]. Cancelling it may leave a slot lock, which expires.
+    #[tracing::instrument(level = "debug", skip_all, fields(semaphore = %self.name, k, slot))]
     pub async fn try_acquire_many(&self, k: u32, opts: &LockOptions) -> Result<Permit> {
         self.check_count(k)?;
         opts.validate()?;
@@ -208,6 +229,7 @@ impl Semaphore {
     /// Takes `k` permits at once, waiting in line up to the options' wait
     /// limit ([`Error::TimedOut`] then). Drop the future to cancel the
     /// wait; the place in line is given up with it.
+    #[tracing::instrument(level = "debug", skip_all, fields(semaphore = %self.name, k, slot))]
     pub async fn acquire_many(&self, k: u32, opts: &LockOptions) -> Result<Permit> {
         self.check_count(k)?;
         opts.validate()?;
@@ -323,11 +345,13 @@ impl Semaphore {
             };
             entries.push(Entry { slot, permits: k });
             if self.write(&entries, ledger.version).await? {
+                tracing::Span::current().record("slot", slot);
                 return Ok(Some(Permit {
                     guard,
                     slot,
                     permits: k,
                     semaphore: self.clone(),
+                    _counted: PermitGauge::start(&self.name, k),
                 }));
             }
             taken = Some((slot, guard));

@@ -11,11 +11,13 @@ use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::lease::{delayed_deadline, local_deadline, Lease, LockInfo};
 use crate::line::Lines;
+use crate::metrics;
 use crate::name::Name;
 use crate::options::LockOptions;
 use crate::owner::OwnerId;
 use crate::renewer::Renewer;
 
+mod force;
 mod records;
 use crate::url::StoreUrl;
 
@@ -47,6 +49,8 @@ pub struct Store {
     renewer: Arc<Mutex<Option<Arc<Renewer>>>>,
     /// Local waiters queue here before waiting on the backend.
     lines: Arc<Lines>,
+    /// The URL's scheme, the `store` label of lockward's metrics.
+    scheme: &'static str,
 }
 
 impl Store {
@@ -57,6 +61,14 @@ impl Store {
 
     /// Opens the store of a parsed URL.
     pub async fn connect(url: &StoreUrl) -> Result<Store> {
+        let store = Store::connect_backend(url).await?;
+        Ok(Store {
+            scheme: url.scheme(),
+            ..store
+        })
+    }
+
+    async fn connect_backend(url: &StoreUrl) -> Result<Store> {
         match url {
             StoreUrl::Memory => Ok(Store::memory()),
             #[cfg(feature = "sqlite")]
@@ -114,6 +126,7 @@ impl Store {
             backend,
             renewer: Arc::default(),
             lines: Arc::default(),
+            scheme: "custom",
         }
     }
 
@@ -146,6 +159,8 @@ impl Store {
 
     /// [`try_acquire`](Store::try_acquire) of a kind of hold; only a store
     /// with native read-write locks gets more than [`Kind::Mutex`].
+    #[tracing::instrument(name = "try_acquire", level = "debug", skip_all,
+        fields(lock = %name, store = self.scheme, ?kind, fence))]
     pub(crate) async fn try_acquire_as(
         &self,
         name: &str,
@@ -160,6 +175,13 @@ impl Store {
         let in_flight = InFlight::new(&self.backend, &name, owner);
         let attempt = self.backend.try_acquire(&req).await;
         in_flight.finished();
+        let outcome = match &attempt {
+            Ok(Attempt::Granted { .. }) => "granted",
+            Ok(Attempt::Held { .. }) => "busy",
+            Err(_) => "error",
+        };
+        metrics::acquisition(self.scheme, outcome, started.elapsed());
+        tracing::debug!(outcome, "tried");
         match attempt? {
             Attempt::Granted { fence } => Ok(self.guard(name, owner, fence, started, opts)),
             Attempt::Held { .. } => Err(Error::Busy {
@@ -176,6 +198,8 @@ impl Store {
 
     /// [`acquire`](Store::acquire) of a kind of hold; only a store with
     /// native read-write locks gets more than [`Kind::Mutex`].
+    #[tracing::instrument(name = "acquire", level = "debug", skip_all,
+        fields(lock = %name, store = self.scheme, ?kind, fence))]
     pub(crate) async fn acquire_as(
         &self,
         name: &str,
@@ -192,13 +216,27 @@ impl Store {
             name: name.to_string(),
             waited: began.elapsed(),
         };
+        let waiting = metrics::Waiting::start(self.scheme);
         // Our turn among this process's waiters; held only while waiting.
         let Some(_turn) = self.lines.turn(&name, deadline).await else {
+            metrics::acquisition(self.scheme, "timed_out", began.elapsed());
             return Err(timed_out());
         };
         let in_flight = InFlight::new(&self.backend, &name, owner);
         let grant = self.backend.acquire(&req, deadline).await;
         in_flight.finished();
+        drop(waiting);
+        let outcome = match &grant {
+            Ok(Some(_)) => "granted",
+            Ok(None) => "timed_out",
+            Err(_) => "error",
+        };
+        metrics::acquisition(self.scheme, outcome, began.elapsed());
+        tracing::debug!(
+            outcome,
+            waited_ms = began.elapsed().as_millis() as u64,
+            "acquired"
+        );
         match grant? {
             Some(grant) => Ok(self.guard(name.clone(), owner, grant.fence, grant.started, opts)),
             None => Err(timed_out()),
@@ -289,6 +327,8 @@ impl Store {
         started: Instant,
         opts: &LockOptions,
     ) -> Guard {
+        // Called inside the acquisition's span.
+        tracing::Span::current().record("fence", fence);
         let lease = Lease {
             name,
             owner,
@@ -301,14 +341,20 @@ impl Store {
             let renewer = match slot.as_ref().filter(|r| !r.is_stopped()) {
                 Some(r) => r.clone(),
                 None => {
-                    let r = Arc::new(Renewer::start(self.backend.clone()));
+                    let r = Arc::new(Renewer::start(self.backend.clone(), self.scheme));
                     *slot = Some(r.clone());
                     r
                 }
             };
             (every, renewer)
         });
-        Guard::new(self.backend.clone(), lease, opts.lock_delay, renewal)
+        Guard::new(
+            self.backend.clone(),
+            self.scheme,
+            lease,
+            opts.lock_delay,
+            renewal,
+        )
     }
 }
 

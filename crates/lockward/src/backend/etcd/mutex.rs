@@ -365,6 +365,47 @@ impl LockBackend for EtcdBackend {
         }
     }
 
+    /// Revokes the holder's lease, found by its key's create revision (the
+    /// fence): the key goes with it (and the holder's session, when it is
+    /// an etcdctl one). The holder learns at its next keep-alive.
+    async fn force_release(&self, name: &Name, holder: &LockInfo) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        let prefix = keys::lock_prefix(&self.prefix, name);
+        let opts = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        let resp = self
+            .call(|mut c| {
+                let (key, opts) = (prefix.clone(), opts.clone());
+                async move { c.get(key, Some(opts)).await }
+            })
+            .await?;
+        let first = resp.kvs().first().ok_or_else(not_owner)?;
+        if u64::try_from(first.create_revision()).ok() != holder.fence {
+            return Err(not_owner());
+        }
+        let lease = first.lease();
+        let revoked = self
+            .call(|mut c| async move {
+                match c.lease_revoke(lease).await {
+                    Ok(_) => Ok(true),
+                    Err(etcd_client::Error::GRpcStatus(s)) if s.code() == tonic::Code::NotFound => {
+                        Ok(false)
+                    }
+                    Err(e) => Err(e),
+                }
+            })
+            .await?;
+        if revoked {
+            Ok(())
+        } else {
+            Err(not_owner())
+        }
+    }
+
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let prefix = keys::lock_prefix(&self.prefix, name);
         let opts = GetOptions::new()

@@ -124,8 +124,16 @@ impl EtcdBackend {
 
     /// One keep-alive; `false` when the lease is gone.
     pub(super) async fn keep_alive_once(&self, lease: i64) -> Result<bool> {
+        // Revoked (a forced unlock, `etcdctl lease revoke`) or expired on
+        // the server: gone, not a transient failure to retry until the
+        // local deadline.
+        let gone = |e: &etcd_client::Error| matches!(e, etcd_client::Error::LeaseKeepAliveError(why) if why.contains("not found"));
         self.call(|mut c| async move {
-            let (mut keeper, mut stream) = c.lease_keep_alive(lease).await?;
+            let (mut keeper, mut stream) = match c.lease_keep_alive(lease).await {
+                Ok(opened) => opened,
+                Err(e) if gone(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            };
             keeper.keep_alive().await?;
             Ok(stream
                 .message()

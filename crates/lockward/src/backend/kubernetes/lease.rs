@@ -112,6 +112,24 @@ impl LockBackend for KubernetesBackend {
         Ok(())
     }
 
+    /// Releases the Lease as client-go does, for a holder known by what
+    /// `inspect` shows as its owner: a lockward holder or any other program
+    /// (a client-go elector included, which stops leading when its next
+    /// renewal finds another holder).
+    async fn force_release(&self, name: &Name, holder: &LockInfo) -> Result<()> {
+        let shown = |identity: &str| {
+            holder::owner_of(identity).map_or_else(|| identity.to_string(), |o| o.to_string())
+        };
+        self.update_held(
+            name,
+            |identity| shown(identity) == holder.owner,
+            holder::released,
+        )
+        .await?;
+        self.forget(&self.lease_name(name)?);
+        Ok(())
+    }
+
     /// The holder as this process sees it: a Lease whose record has not
     /// changed for its duration since this process first read it is free.
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
@@ -200,6 +218,27 @@ impl KubernetesBackend {
             + Send
             + Sync,
     ) -> Result<()> {
+        self.update_held(
+            name,
+            |identity| holder::owner_of(identity) == Some(owner),
+            change,
+        )
+        .await
+    }
+
+    /// Changes the Lease of `name` while its holder is one `holds` accepts
+    /// (updates on the `resourceVersion` read, again after a conflict);
+    /// [`Error::NotOwner`] otherwise.
+    async fn update_held(
+        &self,
+        name: &Name,
+        holds: impl Fn(&str) -> bool + Send + Sync,
+        change: impl Fn(
+                &k8s_openapi::api::coordination::v1::LeaseSpec,
+            ) -> k8s_openapi::api::coordination::v1::LeaseSpec
+            + Send
+            + Sync,
+    ) -> Result<()> {
         let object = self.lease_name(name)?;
         let not_owner = || Error::NotOwner {
             name: name.to_string(),
@@ -213,7 +252,7 @@ impl KubernetesBackend {
                 .ok_or_else(not_owner)?;
             let spec = lease.spec.clone().unwrap_or_default();
             let holder = spec.holder_identity.as_deref().unwrap_or("");
-            if holder::owner_of(holder) != Some(owner) {
+            if holder.is_empty() || !holds(holder) {
                 return Err(not_owner());
             }
             let updated = Lease {

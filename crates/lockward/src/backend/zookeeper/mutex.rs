@@ -413,6 +413,29 @@ impl LockBackend for ZookeeperBackend {
         }
     }
 
+    /// Deletes the holder's node, found by its `czxid` (the fence), so
+    /// that a node created since is never taken for it. The holder learns
+    /// at its next renewal, which finds no node.
+    async fn force_release(&self, name: &Name, holder: &LockInfo) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        let lock = paths::lock_path(&self.root, name);
+        let line = paths::in_line(self.children(&lock).await?.unwrap_or_default());
+        let first = line.first().ok_or_else(not_owner)?;
+        let path = format!("{lock}/{first}");
+        match self.data(&path).await? {
+            Ok((_, stat)) if Some(stat.czxid as u64) == holder.fence => {}
+            Ok(_) | Err(zk::Error::NoNode) => return Err(not_owner()),
+            Err(e) => return Err(self.fail(e)),
+        }
+        if self.drop_node(&path).await? {
+            Ok(())
+        } else {
+            Err(not_owner())
+        }
+    }
+
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let lock = paths::lock_path(&self.root, name);
         let line = paths::in_line(self.children(&lock).await?.unwrap_or_default());

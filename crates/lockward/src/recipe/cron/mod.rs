@@ -93,6 +93,18 @@ pub enum Outcome {
     Skipped(String),
 }
 
+impl std::fmt::Display for Outcome {
+    /// `running`, `succeeded`, `failed: WHY` or `skipped: WHY`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Running => f.write_str("running"),
+            Outcome::Succeeded => f.write_str("succeeded"),
+            Outcome::Failed(why) => write!(f, "failed: {why}"),
+            Outcome::Skipped(why) => write!(f, "skipped: {why}"),
+        }
+    }
+}
+
 /// One line of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -240,6 +252,60 @@ impl CronJob {
         .map(Some)
     }
 
+    /// Every job whose instances recorded a schedule (within its
+    /// retention), sorted by name: for status views.
+    ///
+    /// Cancelling the call changes nothing.
+    pub async fn all_recorded(store: Store, instance: &str) -> Result<Vec<CronJob>> {
+        let mut jobs = Vec::new();
+        for (key, _) in store.records("cron-schedule/").await? {
+            let Some(job) = key.strip_prefix("cron-schedule/") else {
+                continue;
+            };
+            // A schedule recorded since the listing was read comes back too;
+            // one that no longer parses is left out rather than failing all.
+            if let Ok(Some(job)) = CronJob::recorded(store.clone(), job, instance).await {
+                jobs.push(job);
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// The job's name.
+    pub fn name(&self) -> &str {
+        &self.job
+    }
+
+    /// The cron expression, as given.
+    pub fn expression(&self) -> &str {
+        self.schedule.as_str()
+    }
+
+    /// The IANA time zone its fire times are computed in.
+    pub fn zone(&self) -> &str {
+        self.zone.name()
+    }
+
+    /// The latest fire time at or before `at`, with its execution, or with
+    /// `None` when nobody ran it (one read, whatever the ledger's length).
+    /// `None` when the schedule has no fire time before `at`.
+    ///
+    /// Cancelling the call changes nothing.
+    pub async fn fire_time_before(&self, at: DateTime<Utc>) -> Result<Option<Entry>> {
+        let Ok(fire) = self
+            .schedule
+            .find_previous_occurrence(&at.with_timezone(&self.zone), true)
+        else {
+            return Ok(None);
+        };
+        let fire = fire.with_timezone(&Utc);
+        let recorded = self.store.record(&self.slot(fire)).await?;
+        Ok(Some(Entry {
+            fire_time: fire,
+            execution: recorded.as_deref().and_then(Execution::decode),
+        }))
+    }
+
     /// The first fire time strictly after `after`.
     pub fn next_fire_after(&self, after: DateTime<Utc>) -> Result<DateTime<Utc>> {
         self.schedule
@@ -273,6 +339,7 @@ impl CronJob {
     /// stop.
     ///
     /// Cancellation: as for [`CronJob::claim`].
+    #[tracing::instrument(level = "debug", skip_all, fields(cron = %self.job, %fire))]
     pub async fn take_turn(&self, fire: DateTime<Utc>) -> Result<Turn> {
         let slot = self.slot(fire);
         let opts = self.lock_options();
@@ -296,7 +363,10 @@ impl CronJob {
                     .await;
                 let _ = guard.release().await;
                 return Ok(match recorded? {
-                    true => Turn::Skipped { running: instance },
+                    true => {
+                        crate::metrics::cron_run(&self.job, "skipped");
+                        Turn::Skipped { running: instance }
+                    }
                     false => Turn::Taken,
                 });
             }
@@ -462,6 +532,14 @@ impl Claim {
     /// Cancellation: dropping the future releases the locks not yet
     /// released in the background; the outcome may be unrecorded.
     pub async fn finish(mut self, outcome: Outcome) -> Result<()> {
+        let counted = match outcome {
+            Outcome::Succeeded => "ok",
+            Outcome::Skipped(_) => "skipped",
+            Outcome::Failed(_) | Outcome::Running => "failed",
+        };
+        crate::metrics::cron_run(&self.job.job, counted);
+        tracing::info!(cron = %self.job.job, slot = %self.key, fence = self.guard.fence(),
+            outcome = counted, "fire time done");
         self.execution.end = Some(Utc::now());
         self.execution.outcome = outcome;
         self.job

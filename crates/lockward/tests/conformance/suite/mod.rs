@@ -5,6 +5,7 @@
 #[cfg(feature = "cron")]
 mod cron;
 mod fence;
+mod forced_unlock;
 mod input;
 mod lock;
 mod lock_delay;
@@ -86,6 +87,8 @@ fn all_checks() -> Vec<Check> {
         lock::inspect_and_list,
         lock::drop_releases,
         lock::paused_holder_learns_it_lost,
+        forced_unlock::forced_unlock_ends_the_holder if |c| c.force_unlock(),
+        forced_unlock::forced_unlock_is_refused_where_locks_live_in_sessions if |c| !c.force_unlock(),
         lock_delay::lock_delay_holds_a_lapsed_lease_back if |c| c.lock_delay(),
         lock_delay::lock_delay_is_refused_where_sessions_free_locks if |c| !c.lock_delay(),
         multi_lock::multi_lock_takes_all_or_nothing,

@@ -1,0 +1,79 @@
+//! [`Store::force_unlock`]: an operator ends a stuck holder's lease from
+//! anywhere (Redisson's `forceUnlock`, Consul's session destroy).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::forced;
+use crate::lease::LockInfo;
+use crate::name::Name;
+
+use super::Store;
+
+impl Store {
+    /// Ends `holder`'s lease on `name`, as [`inspect`](Store::inspect)
+    /// showed it, although this process does not hold it: for a holder
+    /// that is stuck. The holder learns at its next renewal: its `lost()`
+    /// fires with [`LostReason::ForcedUnlock`](crate::LostReason::ForcedUnlock)
+    /// (`lockward run` then stops its command and exits 76). The next
+    /// holder's fence is larger than the ended one's, as after any
+    /// release, so a fenced resource refuses the ended holder's late
+    /// writes; an unfenced one is not protected while the holder runs on
+    /// until its next renewal. The name is free at once, lock-delay or not.
+    ///
+    /// [`Error::NotOwner`] when `holder` no longer holds it (released, or
+    /// another holder since: look again); [`Error::NotSupported`] where a
+    /// lock lives in its holder's session (PostgreSQL advisory mode: end
+    /// that session on the server instead).
+    ///
+    /// Cancellation: a cancelled call may or may not have ended the lease;
+    /// inspect again to know.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use lockward::{LockOptions, LostReason, Store};
+    /// let store = Store::memory();
+    /// let stuck = store.try_acquire("nightly-report", &LockOptions::new()).await?;
+    /// let holder = store.inspect("nightly-report").await?.expect("held");
+    /// store.force_unlock("nightly-report", &holder).await?;
+    /// let next = store.try_acquire("nightly-report", &LockOptions::new()).await?;
+    /// assert!(next.fence() > stuck.fence());
+    /// # Ok::<(), lockward::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn force_unlock(&self, name: &str, holder: &LockInfo) -> Result<()> {
+        let name = Name::new(name)?;
+        if !self.capabilities().force_unlock() {
+            return Err(Error::NotSupported {
+                address: self.address(),
+                what: "a forced unlock",
+                why: "a lock here lives in its holder's database session; end that session \
+                      (pg_terminate_backend) to free it",
+            });
+        }
+        if holder.name != name.as_str() {
+            return Err(Error::invalid(
+                "holder",
+                format!("it describes {:?}, not {:?}", holder.name, name.as_str()),
+            ));
+        }
+        // Written first, so that the holder refused at its next renewal
+        // finds why; it must outlive that renewal.
+        let kept = holder
+            .expires_in
+            .map_or(forced::KEPT_WITHOUT_EXPIRY, |left| {
+                left + Duration::from_secs(60)
+            });
+        self.backend
+            .put_record(
+                &forced::trace_key(name.as_str())?,
+                &forced::trace_of(holder),
+                kept,
+            )
+            .await?;
+        self.backend.force_release(&name, holder).await?;
+        tracing::warn!(lock = %name, owner = %holder.owner, fence = ?holder.fence,
+            store = self.scheme, "forced unlock");
+        Ok(())
+    }
+}
