@@ -45,6 +45,9 @@ pub enum FaultKind {
     KillLeader,
     /// A minority of the masters killed and restarted (no persistence).
     KillMinority,
+    /// The holders of the fenced, control and election locks ended by an
+    /// operator (`Store::force_unlock`) while they work.
+    ForcedUnlock,
 }
 
 /// One fault that happened, with its proof.
@@ -111,9 +114,11 @@ impl Target {
             "postgres" => &[FaultKind::KillServer, FaultKind::ClockJump],
             "redlock" => &[FaultKind::KillMinority],
             "etcd" | "zookeeper" => &[FaultKind::KillLeader],
-            _ => return Vec::new(),
+            // Embedded: nothing between the clients and the file.
+            _ => return vec![FaultKind::ForcedUnlock],
         };
-        own.iter().chain(proxied.iter()).copied().collect()
+        let every = [FaultKind::ForcedUnlock];
+        own.iter().chain(&proxied).chain(&every).copied().collect()
     }
 
     /// Whether `kind` can end every lease early without the holders
@@ -297,6 +302,7 @@ impl Target {
                 }
                 format!("masters {killed:?} (index, pid) killed with SIGKILL, restarted without their data after {hold:?}")
             }
+            FaultKind::ForcedUnlock => self.force_unlock().await,
             FaultKind::PauseClient => "paused by the run, not the target".into(),
         };
         FaultRecord {
@@ -305,6 +311,35 @@ impl Target {
             healed: crate::history::mono_ns(),
             proof,
         }
+    }
+
+    /// Ends the current holders of the fenced (or mutant), control and
+    /// election locks, as an operator would with `lockward unlock --force`;
+    /// says whom. The read-write and cron locks are left alone: their
+    /// checks count overlaps, which a forced unlock causes by design.
+    async fn force_unlock(&self) -> String {
+        let store = match lockward::Store::open(&self.url).await {
+            Ok(store) => store,
+            Err(e) => return format!("cannot open the store: {e}"),
+        };
+        let mut ended = Vec::new();
+        for name in [
+            "chaos-fenced",
+            "chaos-mutant",
+            "chaos-unfenced",
+            "chaos-election",
+        ] {
+            let done = match store.inspect(name).await {
+                Ok(Some(holder)) => store
+                    .force_unlock(name, &holder)
+                    .await
+                    .map(|()| format!("{name} (fence {:?}) ended", holder.fence)),
+                Ok(None) => continue,
+                Err(e) => Err(e),
+            };
+            ended.push(done.unwrap_or_else(|e| format!("{name}: {e}")));
+        }
+        format!("forced unlock: {}", ended.join("; "))
     }
 
     fn kill_server(&mut self) -> Option<u32> {

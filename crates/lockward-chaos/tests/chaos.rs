@@ -58,6 +58,16 @@ async fn every_backend_keeps_its_invariants_under_faults() {
                 summary(&report)
             );
         }
+        let forced: Vec<&str> = report
+            .fault_log
+            .iter()
+            .filter(|f| f.kind == lockward_chaos::target::FaultKind::ForcedUnlock)
+            .map(|f| f.proof.as_str())
+            .collect();
+        assert!(
+            forced.iter().any(|p| p.contains("ended")),
+            "no forced unlock ended a holder: {forced:?}"
+        );
         assert!(
             report
                 .fault_log

@@ -121,6 +121,22 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
             }
         };
         after = fire;
+        // A later fire time is due already (this instance ran long, was
+        // paused or just started): this one is recorded missed, not run
+        // late; only the latest due one runs.
+        if job
+            .next_fire_after(fire)
+            .is_ok_and(|next| next <= Utc::now())
+        {
+            let why = format!(
+                "a later fire time was due when {} got to it",
+                crate::holder::label()
+            );
+            if let Err(e) = job.record_missed(fire, &why).await {
+                eprintln!("lockward: fire time {fire}: {e}");
+            }
+            continue;
+        }
         let wait = (fire - Utc::now()).to_std().unwrap_or_default();
         tokio::select! {
             signal = stop.requested() => return stopped(&args.name, signal),
@@ -243,7 +259,10 @@ pub async fn cron_log(store: &Store, args: CronLogArgs) -> u8 {
         .iter()
         .map(|e| Row {
             fire_time: e.fire_time.to_rfc3339(),
-            missed: e.execution.is_none(),
+            missed: e
+                .execution
+                .as_ref()
+                .is_none_or(|x| matches!(x.outcome, Outcome::Missed(_))),
             skipped: e
                 .execution
                 .as_ref()
@@ -270,6 +289,7 @@ pub async fn cron_log(store: &Store, args: CronLogArgs) -> u8 {
             (Some(_), Some(outcome)) if r.skipped => {
                 println!("{}  SKIPPED  {outcome}", r.fire_time)
             }
+            (Some(_), Some(outcome)) if r.missed => println!("{}  MISSED  {outcome}", r.fire_time),
             (Some(who), Some(outcome)) => println!("{}  {who}  {outcome}", r.fire_time),
             _ => println!("{}  MISSED", r.fire_time),
         }

@@ -204,3 +204,57 @@ fn bad_expressions_and_zones_exit_64() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("time zone"));
 }
+
+/// One instance whose job outlasts its per-second schedule: the fire times
+/// that passed while it ran are recorded missed (and shown so by
+/// `cron-log`), not run late one after another.
+#[test]
+fn fire_times_passed_during_a_long_run_are_missed_not_run_late() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("l.db").display());
+    let mut cron = KillOnDrop(
+        Command::new(lockward())
+            .args(["--store", &store, "cron", "slow", "* * * * * *", "--"])
+            .args(["sleep", "2.5"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_secs(7));
+    common::signal(cron.0.id(), libc::SIGTERM);
+    common::wait_exit(&mut cron.0, Duration::from_secs(10));
+    let out = Command::new(lockward())
+        .args(["--store", &store, "cron-log", "slow", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let ran: Vec<_> = rows
+        .iter()
+        .filter(|r| r["outcome"] == "succeeded")
+        .collect();
+    let recorded_missed: Vec<_> = rows
+        .iter()
+        .filter(|r| {
+            r["missed"] == true
+                && r["outcome"]
+                    .as_str()
+                    .is_some_and(|o| o.starts_with("missed:"))
+        })
+        .collect();
+    assert!(
+        (1..=3).contains(&ran.len()),
+        "{} runs of a 2.5 s job in 7 s: {rows:#?}",
+        ran.len()
+    );
+    assert!(recorded_missed.len() >= 2, "{rows:#?}");
+    // Each run started within a second of its fire time: none ran late.
+    for r in &ran {
+        let fire = chrono::DateTime::parse_from_rfc3339(r["fire_time"].as_str().unwrap()).unwrap();
+        let start = chrono::DateTime::parse_from_rfc3339(r["start"].as_str().unwrap()).unwrap();
+        assert!(
+            (start - fire).num_milliseconds() < 1_000,
+            "a run started late: {r}"
+        );
+    }
+}

@@ -37,6 +37,20 @@ fn doctor_on_every_store() {
         let (code, report) = doctor(store);
         let scheme = store.split("://").next().unwrap();
         assert_eq!(level_of(&report, "fences"), Some("ok"), "{store}: {report}");
+        // What the store can do, with the forced unlock where it cannot.
+        let capabilities = report["findings"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["check"] == "capabilities"))
+            .and_then(|f| f["detail"].as_str())
+            .unwrap_or_else(|| panic!("{store}: no capabilities: {report}"));
+        let refused = capabilities
+            .split_once("not:")
+            .is_some_and(|(_, not)| not.contains("forced unlock"));
+        assert_eq!(
+            refused,
+            store.contains("mode=advisory"),
+            "{store}: {capabilities}"
+        );
         assert_eq!(
             level_of(&report, "mutual exclusion"),
             Some("ok"),

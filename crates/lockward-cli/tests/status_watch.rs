@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{lockward, KillOnDrop};
+use common::{lockward, KillOnDrop, Tmux};
 use serde_json::Value;
 
 /// An elected leader, a per-second cron job and a held lock on `url`.
@@ -95,68 +95,17 @@ fn json_watch_shows_locks_elections_and_cron_on_every_store() {
     }
 }
 
-/// tmux on a socket of this test's own.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs (scripts/install-test-deps.sh installs it)")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "watch"]).stdout).into()
-    }
-
-    /// Waits until the screen satisfies `ok`.
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let until = Instant::now() + Duration::from_secs(20);
-        loop {
-            let screen = self.screen();
-            if ok(&screen) {
-                return screen;
-            }
-            assert!(Instant::now() < until, "never {what}:\n{screen}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
 #[test]
 fn the_terminal_view_follows_the_store_and_quits_on_q() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("l.db").display());
     let mut running = busy_store(&url);
-    let tmux = Tmux {
-        socket: format!("lockward-test-{}", std::process::id()),
-    };
+    let tmux = Tmux::new("watch");
     let view = format!(
         "{} --store {url} status --watch --interval 200ms; echo view exited $?; sleep 30",
         lockward()
     );
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "watch",
-        "-x",
-        "160",
-        "-y",
-        "40",
-        &view,
-    ]);
-    assert!(started.status.success(), "{started:?}");
+    tmux.start(&view);
     let screen = tmux.wait_for("shows the lock, the leader and a run", |s| {
         s.contains("orders/1") && s.contains("node-a") && s.contains("succeeded on")
     });
@@ -174,7 +123,7 @@ fn the_terminal_view_follows_the_store_and_quits_on_q() {
         !s.contains("orders/1") && s.contains("node-a")
     });
 
-    tmux.run(&["send-keys", "-t", "watch", "q"]);
+    tmux.keys("q");
     let screen = tmux.wait_for("quits on q", |s| s.contains("view exited"));
     assert!(screen.contains("view exited 0"), "{screen}");
     // Back on the normal screen: the view's tables are gone with it.

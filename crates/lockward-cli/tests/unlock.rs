@@ -85,3 +85,63 @@ fn a_forced_unlock_stops_the_holders_command_on_every_store() {
         );
     }
 }
+
+/// On a terminal, unlock says who holds the lock and asks: no leaves it
+/// held (exit 1), yes ends it.
+#[test]
+fn on_a_terminal_it_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("l.db").display());
+    let mut holder = KillOnDrop(
+        Command::new(lockward())
+            .args([
+                "--store", &url, "run", "report", "--ttl", "6s", "--", "sleep", "60",
+            ])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let held = || {
+        let out = Command::new(lockward())
+            .args(["--store", &url, "status", "--json"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("\"report\"")
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while !held() {
+        assert!(std::time::Instant::now() < until, "never held");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ask = format!(
+        "{} --store {url} unlock report --force; echo unlock exited $?; sleep 30",
+        lockward()
+    );
+
+    let tmux = common::Tmux::new("unlock");
+    tmux.start(&ask);
+    let screen = tmux.wait_for("asks", |s| s.contains("[y/N]"));
+    assert!(
+        screen.contains("report is held by") && screen.contains("fence"),
+        "{screen}"
+    );
+    tmux.keys("n");
+    tmux.keys("Enter");
+    let screen = tmux.wait_for("exits", |s| s.contains("unlock exited"));
+    assert!(
+        screen.contains("left report as it was") && screen.contains("unlock exited 1"),
+        "{screen}"
+    );
+    assert!(held(), "a no still ended the lease");
+    drop(tmux);
+
+    let tmux = common::Tmux::new("unlock");
+    tmux.start(&ask);
+    tmux.wait_for("asks", |s| s.contains("[y/N]"));
+    tmux.keys("y");
+    tmux.keys("Enter");
+    let screen = tmux.wait_for("exits", |s| s.contains("unlock exited"));
+    assert!(screen.contains("unlock exited 0"), "{screen}");
+    let status = common::wait_exit(&mut holder.0, Duration::from_secs(8));
+    assert_eq!(status.code(), Some(76));
+}

@@ -16,6 +16,7 @@
 //! | `lockward_leader` | `election` | 1 while this process leads, else 0 (gauge) |
 //! | `lockward_elections_total` | `election`, `event` (`elected`, `revoked`, `resigned`) | leadership changes of this process |
 //! | `lockward_cron_runs_total` | `cron` (the job's name), `outcome` (`ok`, `failed`, `skipped`) | fire times this instance ran or skipped |
+//! | `lockward_cron_missed_total` | `cron` | fire times no instance took before a later one was due, as this instance recorded them |
 //! | `lockward_semaphore_permits_held` | `semaphore` | permits this process holds now (gauge) |
 //! | `lockward_rate_limited_total` | `limiter` | requests refused by a rate limit |
 //! | `lockward_idempotent_total` | `outcome` (`ran`, `stored`, `in_progress`) | idempotent calls, by what they did |
@@ -101,6 +102,11 @@ pub(crate) fn not_leading(election: &str) {
 pub(crate) fn cron_run(job: &str, outcome: &'static str) {
     counter!("lockward_cron_runs_total", "cron" => job.to_string(), "outcome" => outcome)
         .increment(1);
+}
+
+/// A fire time of `job` this instance recorded as missed.
+pub(crate) fn cron_missed(job: &str) {
+    counter!("lockward_cron_missed_total", "cron" => job.to_string()).increment(1);
 }
 
 /// Permits of `semaphore` this process took (positive) or gave back.

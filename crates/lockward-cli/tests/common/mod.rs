@@ -189,3 +189,84 @@ pub fn own_cgroup_dir() -> Result<std::path::PathBuf, String> {
         .ok_or("this process is in no cgroup v2")?;
     Ok(Path::new(&mount).join(own.trim_start_matches('/')))
 }
+
+/// A terminal for a test: one tmux session on a server (socket) of its own,
+/// killed when dropped.
+pub struct Tmux {
+    socket: String,
+    session: String,
+}
+
+impl Tmux {
+    /// A tmux server for session `session`, not started yet.
+    pub fn new(session: &str) -> Tmux {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        Tmux {
+            socket: format!(
+                "lockward-test-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ),
+            session: session.to_string(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux runs (scripts/install-test-deps.sh installs it)")
+    }
+
+    /// Runs the shell command `line` in a 160×40 terminal.
+    pub fn start(&self, line: &str) {
+        let started = self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            &self.session,
+            "-x",
+            "160",
+            "-y",
+            "40",
+            line,
+        ]);
+        assert!(started.status.success(), "{started:?}");
+    }
+
+    /// Types `keys` (tmux key names: `q`, `Enter`, `C-c`).
+    pub fn keys(&self, keys: &str) {
+        self.run(&["send-keys", "-t", &self.session, keys]);
+    }
+
+    /// What the terminal shows now.
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .run(&["capture-pane", "-p", "-t", &self.session])
+                .stdout,
+        )
+        .into()
+    }
+
+    /// Waits until the screen satisfies `ok`, and returns it.
+    pub fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < until, "never {what}:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}

@@ -29,10 +29,45 @@ pub async fn diagnose(url: &StoreUrl) -> Vec<Finding> {
                 .advise("check the URL, the server and the network")]
         }
     };
-    let mut findings = vec![Finding::new(Level::Ok, "reachable", store.address())];
+    let mut findings = vec![
+        Finding::new(Level::Ok, "reachable", store.address()),
+        capabilities(&store.capabilities()),
+    ];
     findings.extend(server_findings(url).await);
     findings.extend(probe::probe(&store).await);
     findings
+}
+
+/// What this store does and does not do, so that an operator knows
+/// before relying on it (a forced unlock, a lock-delay, FIFO waiters).
+fn capabilities(c: &crate::Capabilities) -> Finding {
+    let all = [
+        (c.fifo, "FIFO waiters"),
+        (c.pushed_wakeups, "pushed wake-ups"),
+        (c.server_clock, "expiry on the server's clock"),
+        (
+            c.server_detects_loss,
+            "locks freed when a holder's session ends",
+        ),
+        (c.durable, "durable fences"),
+        (c.lock_delay(), "lock-delay"),
+        (c.force_unlock(), "forced unlock"),
+        (c.native_rw_lock, "native read-write locks"),
+    ];
+    let pick = |has: bool| {
+        all.iter()
+            .filter(|(h, _)| *h == has)
+            .map(|(_, what)| *what)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (yes, no) = (pick(true), pick(false));
+    let text = if no.is_empty() {
+        yes
+    } else {
+        format!("{yes}; not: {no}")
+    };
+    Finding::new(Level::Ok, "capabilities", text)
 }
 
 /// What the backend's own server says about itself: one line per store,

@@ -91,6 +91,9 @@ pub enum Outcome {
     /// Not run: the job was still running (on the instance named, where
     /// known) and the overlap policy forbids a second execution.
     Skipped(String),
+    /// Not run: no instance took it before a later fire time was due (all
+    /// were busy, paused or down); why, as the instance that noticed saw it.
+    Missed(String),
 }
 
 impl std::fmt::Display for Outcome {
@@ -101,6 +104,7 @@ impl std::fmt::Display for Outcome {
             Outcome::Succeeded => f.write_str("succeeded"),
             Outcome::Failed(why) => write!(f, "failed: {why}"),
             Outcome::Skipped(why) => write!(f, "skipped: {why}"),
+            Outcome::Missed(why) => write!(f, "missed: {why}"),
         }
     }
 }
@@ -136,6 +140,7 @@ impl Execution {
             Outcome::Succeeded => "succeeded".to_string(),
             Outcome::Failed(why) => format!("failed:{}", why.replace(['\t', '\n'], " ")),
             Outcome::Skipped(why) => format!("skipped:{}", why.replace(['\t', '\n'], " ")),
+            Outcome::Missed(why) => format!("missed:{}", why.replace(['\t', '\n'], " ")),
         };
         let end = self
             .end
@@ -161,6 +166,9 @@ impl Execution {
             "succeeded" => Outcome::Succeeded,
             other if other.starts_with("skipped:") => {
                 Outcome::Skipped(other["skipped:".len()..].to_string())
+            }
+            other if other.starts_with("missed:") => {
+                Outcome::Missed(other["missed:".len()..].to_string())
             }
             other => Outcome::Failed(other.strip_prefix("failed:").unwrap_or(other).to_string()),
         };
@@ -397,6 +405,39 @@ impl CronJob {
         })))
     }
 
+    /// Records fire time `fire` as missed, unless an instance ran, runs or
+    /// skipped it: for a fire time found past when a later one is already
+    /// due, so that it is neither run late nor left unexplained. `true`
+    /// when this call recorded it (once across instances), counted in
+    /// `lockward_cron_missed_total`.
+    ///
+    /// Cancellation: a cancelled call may or may not have recorded it; its
+    /// fire time's lock then frees at `lock_at_most_for`.
+    #[tracing::instrument(level = "debug", skip_all, fields(cron = %self.job, %fire))]
+    pub async fn record_missed(&self, fire: DateTime<Utc>, why: &str) -> Result<bool> {
+        let slot = self.slot(fire);
+        let guard = match self.store.try_acquire(&slot, &self.lock_options()).await {
+            Ok(g) => g,
+            Err(Error::Busy { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let missed = Execution {
+            end: Some(Utc::now()),
+            ..self.execution(&guard, Outcome::Missed(why.to_string()))
+        };
+        let recorded = self
+            .store
+            .insert_record(&slot, &missed.encode(), self.options.retention)
+            .await;
+        let _ = guard.release().await;
+        if recorded? {
+            crate::metrics::cron_missed(&self.job);
+            tracing::warn!(cron = %self.job, %fire, why, "fire time missed");
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// The lock options of a fire time's lock and of the job's running
     /// lock: held at most `lock_at_most_for`, never renewed.
     fn lock_options(&self) -> LockOptions {
@@ -534,7 +575,7 @@ impl Claim {
     pub async fn finish(mut self, outcome: Outcome) -> Result<()> {
         let counted = match outcome {
             Outcome::Succeeded => "ok",
-            Outcome::Skipped(_) => "skipped",
+            Outcome::Skipped(_) | Outcome::Missed(_) => "skipped",
             Outcome::Failed(_) | Outcome::Running => "failed",
         };
         crate::metrics::cron_run(&self.job.job, counted);

@@ -115,3 +115,38 @@ pub async fn cron_overlap_replace_stops_the_running_one(f: &dyn Fixture) {
     );
     new.finish(Outcome::Succeeded).await.unwrap();
 }
+
+/// A fire time nobody took before a later one was due is recorded missed
+/// once, however many instances notice; one that ran is not.
+pub async fn cron_missed_fire_time_is_recorded_once(f: &dyn Fixture) {
+    let name = unique("cron-missed");
+    let a = job(f, &name, "a", Overlap::Forbid).await;
+    let b = job(f, &name, "b", Overlap::Forbid).await;
+    let (first, second) = tokio::join!(
+        a.record_missed(fire(1), "late on a"),
+        b.record_missed(fire(1), "late on b")
+    );
+    assert!(
+        first.unwrap() ^ second.unwrap(),
+        "recorded by both or by neither"
+    );
+    assert!(!a.record_missed(fire(1), "again").await.unwrap());
+
+    let Turn::Run(ran) = a.take_turn(fire(2)).await.unwrap() else {
+        panic!("fire time 2 did not run");
+    };
+    assert!(!b.record_missed(fire(2), "while it runs").await.unwrap());
+    ran.finish(Outcome::Succeeded).await.unwrap();
+    assert!(!b.record_missed(fire(2), "after it ran").await.unwrap());
+
+    let ledger = a.ledger(fire(1), fire(3)).await.unwrap();
+    let outcomes: Vec<_> = ledger
+        .iter()
+        .map(|e| e.execution.as_ref().map(|x| x.outcome.clone()))
+        .collect();
+    assert!(
+        matches!(&outcomes[0], Some(Outcome::Missed(why)) if why.starts_with("late on")),
+        "{ledger:?}"
+    );
+    assert_eq!(outcomes[1], Some(Outcome::Succeeded), "{ledger:?}");
+}

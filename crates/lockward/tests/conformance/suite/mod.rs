@@ -120,6 +120,7 @@ fn all_checks() -> Vec<Check> {
     checks.extend(checks![
         cron::cron_overlap_forbid_skips_and_allow_runs,
         cron::cron_overlap_replace_stops_the_running_one,
+        cron::cron_missed_fire_time_is_recorded_once,
     ]);
     checks
 }
