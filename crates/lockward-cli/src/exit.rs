@@ -34,7 +34,10 @@ Exit status:
 /// The exit status for a lockward error.
 pub fn for_error(e: &Error) -> u8 {
     match e {
-        Error::Busy { .. } | Error::TimedOut { .. } | Error::Contended { .. } => NOT_ACQUIRED,
+        Error::Busy { .. }
+        | Error::NoPermits { .. }
+        | Error::TimedOut { .. }
+        | Error::Contended { .. } => NOT_ACQUIRED,
         Error::Lost { .. } => LOST,
         Error::InvalidArgument { .. } | Error::Unsupported { .. } | Error::NotSupported { .. } => {
             USAGE

@@ -38,6 +38,15 @@ pub enum Error {
         /// The lock's name.
         name: String,
     },
+    /// A semaphore's `try_acquire` found too few permits free (or as many
+    /// holders as it can list).
+    #[error("semaphore {name:?} cannot grant that now: {why}")]
+    NoPermits {
+        /// The semaphore's name.
+        name: String,
+        /// How many were wanted and how many are free.
+        why: String,
+    },
     /// `acquire` waited as long as it was allowed to.
     #[error("gave up waiting for lock {name:?} after {waited:?}")]
     TimedOut {

@@ -269,7 +269,8 @@ impl RwLock {
                 name: self.name.to_string(),
                 waited,
             },
-            Error::Busy { .. } => Error::Busy {
+            // Readers hold permits: the write side is busy.
+            Error::Busy { .. } | Error::NoPermits { .. } => Error::Busy {
                 name: self.name.to_string(),
             },
             other => other,

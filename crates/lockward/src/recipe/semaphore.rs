@@ -204,20 +204,25 @@ impl Semaphore {
     }
 
     /// Takes one permit if it is free, else fails at once with
-    /// [`Error::Busy`].
+    /// [`Error::NoPermits`].
     pub async fn try_acquire(&self, opts: &LockOptions) -> Result<Permit> {
         self.try_acquire_many(1, opts).await
     }
 
     /// Takes `k` permits at once if they are free, else fails at once with
-    /// [`Error::Busy`]. Cancelling it may leave a slot lock, which expires.
+    /// [`Error::NoPermits`], which says how many are free. Cancelling it may
+    /// leave a slot lock, which expires.
     #[tracing::instrument(level = "debug", skip_all, fields(semaphore = %self.name, k, slot))]
     pub async fn try_acquire_many(&self, k: u32, opts: &LockOptions) -> Result<Permit> {
         self.check_count(k)?;
         opts.validate()?;
-        self.admit(k, opts).await?.ok_or_else(|| Error::Busy {
-            name: self.name.clone(),
-        })
+        match self.admit(k, opts).await? {
+            Admission::Granted(permit) => Ok(*permit),
+            Admission::Refused(why) => Err(Error::NoPermits {
+                name: self.name.clone(),
+                why,
+            }),
+        }
     }
 
     /// Takes one permit, waiting up to the options' wait limit
@@ -234,8 +239,8 @@ impl Semaphore {
         self.check_count(k)?;
         opts.validate()?;
         let began = Instant::now();
-        if let Some(permit) = self.admit(k, opts).await? {
-            return Ok(permit);
+        if let Admission::Granted(permit) = self.admit(k, opts).await? {
+            return Ok(*permit);
         }
         let timed_out = || Error::TimedOut {
             name: self.name.clone(),
@@ -254,8 +259,8 @@ impl Semaphore {
         };
         let mut backoff = Backoff::new(Duration::from_millis(2), Duration::from_millis(100));
         let admitted = loop {
-            if let Some(permit) = self.admit(k, opts).await? {
-                break Ok(permit);
+            if let Admission::Granted(permit) = self.admit(k, opts).await? {
+                break Ok(*permit);
             }
             let mut pause = backoff.next_delay();
             if let Some(d) = deadline {
@@ -311,8 +316,8 @@ impl Semaphore {
         Ok(())
     }
 
-    /// One admission: `Some` when `k` permits fit now.
-    async fn admit(&self, k: u32, opts: &LockOptions) -> Result<Option<Permit>> {
+    /// One admission: granted when `k` permits fit now, else why not.
+    async fn admit(&self, k: u32, opts: &LockOptions) -> Result<Admission> {
         // The slot we hold, once taken; kept across ledger conflicts.
         let mut taken: Option<(u32, Guard)> = None;
         for _ in 0..WRITE_TRIES {
@@ -322,13 +327,13 @@ impl Semaphore {
                 // We hold its lock, so any entry listing it is a gone holder's.
                 entries.retain(|e| e.slot != *slot);
             }
-            if !self.fits(&entries, k) {
+            if self.refusal(&entries, k).is_some() {
                 entries = self.live(entries).await?;
-                if !self.fits(&entries, k) {
+                if let Some(why) = self.refusal(&entries, k) {
                     if let Some((_, guard)) = taken {
                         let _ = guard.release().await;
                     }
-                    return Ok(None);
+                    return Ok(Admission::Refused(why));
                 }
             }
             let (slot, guard) = match taken.take() {
@@ -346,13 +351,13 @@ impl Semaphore {
             entries.push(Entry { slot, permits: k });
             if self.write(&entries, ledger.version).await? {
                 tracing::Span::current().record("slot", slot);
-                return Ok(Some(Permit {
+                return Ok(Admission::Granted(Box::new(Permit {
                     guard,
                     slot,
                     permits: k,
                     semaphore: self.clone(),
                     _counted: PermitGauge::start(&self.name, k),
-                }));
+                })));
             }
             taken = Some((slot, guard));
             tokio::task::yield_now().await;
@@ -363,10 +368,21 @@ impl Semaphore {
         Err(self.contended())
     }
 
-    /// Whether `k` more permits (and one more holder) fit beside `entries`.
-    fn fits(&self, entries: &[Entry], k: u32) -> bool {
+    /// Why `k` more permits do not fit beside `entries`; `None` when they do.
+    fn refusal(&self, entries: &[Entry], k: u32) -> Option<String> {
         let used: u64 = entries.iter().map(|e| u64::from(e.permits)).sum();
-        used + u64::from(k) <= u64::from(self.permits) && entries.len() < MAX_HOLDERS as usize
+        let free = u64::from(self.permits).saturating_sub(used);
+        if u64::from(k) > free {
+            return Some(format!("{k} wanted, {free} of {} free", self.permits));
+        }
+        if entries.len() >= MAX_HOLDERS as usize {
+            return Some(format!(
+                "it has {MAX_HOLDERS} holders, the most one semaphore lists at once \
+                 ({free} of {} permits free); take several permits per holder",
+                self.permits
+            ));
+        }
+        None
     }
 
     /// The entries whose slot lock is held.
@@ -423,6 +439,13 @@ impl Semaphore {
     }
 }
 
+/// What one admission came to.
+enum Admission {
+    Granted(Box<Permit>),
+    /// Why the permits do not fit now.
+    Refused(String),
+}
+
 /// The lowest slot number no entry lists.
 fn lowest_free_slot(entries: &[Entry]) -> u32 {
     let mut used: Vec<u32> = entries.iter().map(|e| e.slot).collect();
@@ -463,6 +486,29 @@ fn render(entries: &[Entry]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn holders(n: u32, each: u32) -> Vec<Entry> {
+        (0..n)
+            .map(|slot| Entry {
+                slot,
+                permits: each,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_refusal_says_what_is_free() {
+        let sem = Semaphore::new(Store::memory(), "pool", 1_000_000).unwrap();
+        assert_eq!(sem.refusal(&holders(10, 1), 5), None);
+        assert_eq!(
+            sem.refusal(&holders(2, 500_000), 1).as_deref(),
+            Some("1 wanted, 0 of 1000000 free")
+        );
+        // Permits to spare, but no room to list one more holder.
+        let full = sem.refusal(&holders(MAX_HOLDERS, 1), 1).unwrap();
+        assert!(full.contains("4096 holders"), "{full}");
+        assert!(full.contains("995904 of 1000000 permits free"), "{full}");
+    }
 
     #[test]
     fn the_ledger_round_trips_and_refuses_foreign_text() {

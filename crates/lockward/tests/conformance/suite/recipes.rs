@@ -172,10 +172,11 @@ pub async fn semaphore_limits_holders(f: &dyn Fixture) {
     let mut slots: Vec<u32> = held.iter().map(|p| p.slot()).collect();
     slots.sort();
     assert_eq!(slots, vec![0, 1, 2]);
-    assert!(matches!(
-        sem.try_acquire(&short(300)).await,
-        Err(Error::Busy { .. })
-    ));
+    let full = sem.try_acquire(&short(300)).await;
+    assert!(
+        matches!(&full, Err(Error::NoPermits { why, .. }) if why == "1 wanted, 0 of 3 free"),
+        "{full:?}"
+    );
     drop(held);
     assert!(Semaphore::new(f.store().await, "x", 0).is_err());
 }
@@ -187,15 +188,16 @@ pub async fn semaphore_takes_permits_by_weight(f: &dyn Fixture) {
     let sem = Semaphore::new(f.store().await, unique("sem-weighted"), 100_000).unwrap();
     let opts = short(10_000);
     let big = sem.try_acquire_many(60_000, &opts).await.unwrap();
-    assert!(matches!(
-        sem.try_acquire_many(50_000, &opts).await,
-        Err(Error::Busy { .. })
-    ));
+    let too_many = sem.try_acquire_many(50_000, &opts).await;
+    assert!(
+        matches!(&too_many, Err(Error::NoPermits { why, .. }) if why == "50000 wanted, 40000 of 100000 free"),
+        "{too_many:?}"
+    );
     let rest = sem.try_acquire_many(40_000, &opts).await.unwrap();
     assert_eq!(sem.held().await.unwrap(), 100_000);
     assert!(matches!(
         sem.try_acquire(&opts).await,
-        Err(Error::Busy { .. })
+        Err(Error::NoPermits { .. })
     ));
     assert_ne!(big.slot(), rest.slot());
     assert_eq!((big.permits(), rest.permits()), (60_000, 40_000));
