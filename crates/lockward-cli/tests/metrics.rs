@@ -162,36 +162,26 @@ fn prometheus_sees_one_leader_and_every_cron_run() {
 fn a_bad_or_taken_metrics_address_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite://{}", dir.path().join("l.db").display());
-    let bad = Command::new(lockward())
-        .args([
-            "--store",
-            &store,
-            "--metrics",
-            "nowhere",
-            "run",
-            "x",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
+    let run_serving_on = |addr: &str| {
+        Command::new(lockward())
+            .args([
+                "--store",
+                &store,
+                "--metrics",
+                addr,
+                "run",
+                "x",
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap()
+    };
+    let bad = run_serving_on("nowhere");
     assert_eq!(bad.status.code(), Some(64), "{bad:?}");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not an address"));
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = taken.local_addr().unwrap().to_string();
-    let busy = Command::new(lockward())
-        .args([
-            "--store",
-            &store,
-            "--metrics",
-            &addr,
-            "run",
-            "x",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
+    let busy = run_serving_on(&taken.local_addr().unwrap().to_string());
     assert_eq!(busy.status.code(), Some(69), "{busy:?}");
     assert!(String::from_utf8_lossy(&busy.stderr).contains("cannot serve metrics"));
 }

@@ -344,19 +344,7 @@ impl LockBackend for EtcdBackend {
                 name: name.to_string(),
             });
         };
-        let lease = held.lease;
-        let revoked = self
-            .call(|mut c| async move {
-                match c.lease_revoke(lease).await {
-                    Ok(_) => Ok(true),
-                    Err(etcd_client::Error::GRpcStatus(s)) if s.code() == tonic::Code::NotFound => {
-                        Ok(false)
-                    }
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
-        if revoked {
+        if self.revoke(held.lease).await? {
             Ok(())
         } else {
             Err(Error::NotOwner {
@@ -387,19 +375,7 @@ impl LockBackend for EtcdBackend {
         if u64::try_from(first.create_revision()).ok() != holder.fence {
             return Err(not_owner());
         }
-        let lease = first.lease();
-        let revoked = self
-            .call(|mut c| async move {
-                match c.lease_revoke(lease).await {
-                    Ok(_) => Ok(true),
-                    Err(etcd_client::Error::GRpcStatus(s)) if s.code() == tonic::Code::NotFound => {
-                        Ok(false)
-                    }
-                    Err(e) => Err(e),
-                }
-            })
-            .await?;
-        if revoked {
+        if self.revoke(first.lease()).await? {
             Ok(())
         } else {
             Err(not_owner())

@@ -122,6 +122,20 @@ impl EtcdBackend {
         })
     }
 
+    /// Revokes `lease` (its keys go with it); `false` when it was gone.
+    pub(super) async fn revoke(&self, lease: i64) -> Result<bool> {
+        self.call(|mut c| async move {
+            match c.lease_revoke(lease).await {
+                Ok(_) => Ok(true),
+                Err(etcd_client::Error::GRpcStatus(s)) if s.code() == tonic::Code::NotFound => {
+                    Ok(false)
+                }
+                Err(e) => Err(e),
+            }
+        })
+        .await
+    }
+
     /// One keep-alive; `false` when the lease is gone.
     pub(super) async fn keep_alive_once(&self, lease: i64) -> Result<bool> {
         // Revoked (a forced unlock, `etcdctl lease revoke`) or expired on
