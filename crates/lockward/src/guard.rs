@@ -231,7 +231,7 @@ impl Guard {
                 });
                 if first {
                     crate::metrics::lost(self.scheme, reason);
-                    tracing::warn!(name = %self.lease.name, fence = self.lease.fence,
+                    tracing::warn!(lock = %self.lease.name, fence = self.lease.fence,
                         store = self.scheme, ?reason, "lease lost");
                 }
                 Err(self.lost_error(reason))

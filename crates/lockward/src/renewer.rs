@@ -195,7 +195,7 @@ async fn renew_once(
         });
         if first {
             crate::metrics::lost(scheme, reason);
-            tracing::warn!(name = %entry.name, store = scheme, ?reason, "lease lost");
+            tracing::warn!(lock = %entry.name, store = scheme, ?reason, "lease lost");
         }
         let _ = tx.send(Msg::Forget(id));
     };
