@@ -25,11 +25,10 @@ pub struct CronArgs {
     /// Hold the lock at least this long after the start.
     #[arg(long, default_value = "0s", value_parser = parse_duration_or_zero)]
     pub lock_at_least: Duration,
-    /// Hold it at most this long: CMD is stopped then. Default: 10m, or
-    /// the longest TTL the store allows when that is shorter (ZooKeeper:
-    /// its session timeout).
-    #[arg(long, value_parser = parse_duration)]
-    pub lock_at_most: Option<Duration>,
+    /// Hold it at most this long: CMD is stopped then. (Where a lock cannot
+    /// live that long, as on ZooKeeper, it is renewed meanwhile.)
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub lock_at_most: Duration,
     /// When a fire time comes while the job still runs (on any instance):
     /// `forbid` skips it (written to the ledger), `allow` runs both,
     /// `replace` stops the running one, then runs the new one.
@@ -85,20 +84,9 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         eprintln!("lockward: cannot install signal handlers");
         return exit::SOFTWARE;
     };
-    let most = Duration::from_secs(600);
-    let lock_at_most = match (args.lock_at_most, store.max_ttl()) {
-        (Some(given), Some(max)) if given > max => {
-            eprintln!(
-                "lockward: --lock-at-most {given:?} is longer than this store allows ({max:?})"
-            );
-            return exit::USAGE;
-        }
-        (Some(given), _) => given,
-        (None, max) => max.map_or(most, |max| most.min(max)),
-    };
     let options = CronOptions {
         lock_at_least_for: args.lock_at_least,
-        lock_at_most_for: lock_at_most,
+        lock_at_most_for: args.lock_at_most,
         overlap: args.overlap,
         ..Default::default()
     };
@@ -110,7 +98,12 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         eprintln!("lockward: {e}");
         return exit::for_error(&e);
     }
-    let grace = (options.lock_at_most_for / 4).max(Duration::from_millis(10));
+    // A quarter of the locks' TTL: where they are renewed (the store caps
+    // their TTL below lock_at_most_for), of that TTL, which renewals move.
+    let ttl = store.max_ttl().map_or(options.lock_at_most_for, |max| {
+        max.min(options.lock_at_most_for)
+    });
+    let grace = (ttl / 4).max(Duration::from_millis(10));
     let mut after = Utc::now();
     loop {
         let fire = match job.next_fire_after(after) {

@@ -49,11 +49,21 @@ pub struct Guard {
 /// [`MultiGuard`](crate::MultiGuard)'s signal watches every lock it holds:
 /// its deadline is the earliest, and it fires when any one is lost.
 #[derive(Debug, Clone)]
-pub struct LostSignal(Vec<watch::Receiver<Standing>>);
+pub struct LostSignal(Vec<watch::Receiver<Standing>>, Option<Instant>);
 
 impl LostSignal {
     pub(crate) fn of_all<'a>(guards: impl IntoIterator<Item = &'a Guard>) -> LostSignal {
-        LostSignal(guards.into_iter().map(|g| g.standing.subscribe()).collect())
+        LostSignal(
+            guards.into_iter().map(|g| g.standing.subscribe()).collect(),
+            None,
+        )
+    }
+
+    /// The same signal, also firing (as expired) at `at` however the
+    /// leases are renewed: a hold limited in time by its user rather than
+    /// by its TTL (a cron execution's `lock_at_most_for`).
+    pub(crate) fn until(self, at: Instant) -> LostSignal {
+        LostSignal(self.0, Some(at))
     }
 
     /// The lease's current local deadline (the earliest, for several).
@@ -61,6 +71,7 @@ impl LostSignal {
         self.0
             .iter()
             .map(|rx| rx.borrow().deadline)
+            .chain(self.1)
             .min()
             .unwrap_or_else(Instant::now)
     }
@@ -97,7 +108,11 @@ impl LostSignal {
 
     fn lost_reason(&self) -> Option<LostReason> {
         let now = Instant::now();
-        self.0.iter().find_map(|rx| rx.borrow().lost_at(now))
+        let capped = self.1.is_some_and(|at| now >= at);
+        self.0
+            .iter()
+            .find_map(|rx| rx.borrow().lost_at(now))
+            .or(capped.then_some(LostReason::Expired))
     }
 
     /// Resolves when the lease is lost: renewal refused, session ended, or
@@ -198,7 +213,7 @@ impl Guard {
 
     /// A handle on the lost signal that does not borrow the guard.
     pub fn lost_signal(&self) -> LostSignal {
-        LostSignal(vec![self.standing.subscribe()])
+        LostSignal(vec![self.standing.subscribe()], None)
     }
 
     /// Extends the lease to `ttl` from now (or its TTL when `None`).

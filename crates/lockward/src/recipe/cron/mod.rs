@@ -397,6 +397,7 @@ impl CronJob {
             return Ok(Turn::Taken);
         }
         Ok(Turn::Run(Box::new(Claim {
+            until: std::time::Instant::now() + self.options.lock_at_most_for,
             guard,
             running,
             key,
@@ -440,10 +441,21 @@ impl CronJob {
 
     /// The lock options of a fire time's lock and of the job's running
     /// lock: held at most `lock_at_most_for`, never renewed.
+    ///
+    /// On a store whose locks cannot live as long (ZooKeeper: a lock
+    /// outlives no session), the locks are held for the longest TTL it
+    /// allows and renewed, and the claim's lost signal keeps
+    /// `lock_at_most_for`: a dead instance's locks free at that TTL, a live
+    /// one is told to stop at `lock_at_most_for` all the same.
     fn lock_options(&self) -> LockOptions {
+        let at_most = self.options.lock_at_most_for;
+        let (ttl, renewal) = match self.store.max_ttl() {
+            Some(max) if max < at_most => (max, Renewal::Auto),
+            _ => (at_most, Renewal::Off),
+        };
         LockOptions::new()
-            .ttl(self.options.lock_at_most_for)
-            .renewal(Renewal::Off)
+            .ttl(ttl)
+            .renewal(renewal)
             .label(self.instance.clone())
     }
 
@@ -524,6 +536,8 @@ pub enum Turn {
 /// This instance runs one fire time.
 #[derive(Debug)]
 pub struct Claim {
+    /// When `lock_at_most_for` ends, whatever the locks' TTL.
+    until: std::time::Instant,
     guard: Guard,
     /// The job's running lock, unless the policy is [`Overlap::Allow`].
     running: Option<Guard>,
@@ -533,8 +547,9 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// The lock of this fire time (its fence fences the job's writes; its
-    /// `lost()` fires at `lock_at_most_for`).
+    /// The lock of this fire time (its fence fences the job's writes). Its
+    /// `lost()` fires at `lock_at_most_for`, except on a store whose locks
+    /// are renewed for it (see [`Claim::lost_signal`], which always does).
     pub fn guard(&self) -> &Guard {
         &self.guard
     }
@@ -548,7 +563,7 @@ impl Claim {
     /// job's running lock): it fires when either is lost, at
     /// `lock_at_most_for` at the latest.
     pub fn lost_signal(&self) -> LostSignal {
-        LostSignal::of_all(std::iter::once(&self.guard).chain(&self.running))
+        LostSignal::of_all(std::iter::once(&self.guard).chain(&self.running)).until(self.until)
     }
 
     /// With [`Overlap::Replace`], resolves when a later fire time asks this
