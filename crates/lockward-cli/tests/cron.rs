@@ -17,7 +17,8 @@ fn cron_on(store: &str) {
     let scheme = store.split("://").next().unwrap_or("store").to_string();
     let dir = tempfile::tempdir().unwrap();
     let mut instances: Vec<KillOnDrop> = (0..INSTANCES)
-        .map(|_| {
+        .map(|i| {
+            let stderr = std::fs::File::create(dir.path().join(format!("stderr-{i}"))).unwrap();
             let child = Command::new(lockward())
                 // At most 20 s: within a ZooKeeper session (30 s by default).
                 .args(["--store", store, "cron", "tick", "* * * * * *"])
@@ -29,7 +30,7 @@ fn cron_on(store: &str) {
                     "sh",
                 ])
                 .arg(dir.path())
-                .stderr(Stdio::null())
+                .stderr(stderr)
                 .spawn()
                 .unwrap();
             KillOnDrop(child)
@@ -86,11 +87,28 @@ fn cron_on(store: &str) {
         ran.len(),
         per_fire.len()
     );
+    let stderr_of = |instance: &str| {
+        let pid = instance.rsplit(':').next().unwrap_or("");
+        instances
+            .iter()
+            .position(|i| i.0.id().to_string() == pid)
+            .and_then(|i| std::fs::read_to_string(dir.path().join(format!("stderr-{i}"))).ok())
+            .unwrap_or_default()
+    };
     for r in &ran {
         let outcome = r["outcome"].as_str().unwrap();
+        if outcome == "failed: could not run (lockward status 70)" {
+            // The run the SIGTERM interrupted lost its keeper: rare, and
+            // only accepted when lockward said so (and ended its tree).
+            let said = stderr_of(r["instance"].as_str().unwrap_or(""));
+            eprintln!("{scheme}: the interrupted run lost its keeper: {r}\n{said}");
+            assert!(said.contains("keeper"), "{scheme}: {r}: {said}");
+            continue;
+        }
         assert!(
             outcome == "succeeded" || outcome == "failed: exit status 143",
-            "{scheme}: every run records its end: {r}"
+            "{scheme}: every run records its end: {r}\n{}",
+            stderr_of(r["instance"].as_str().unwrap_or(""))
         );
         assert!(
             outcome != "succeeded"

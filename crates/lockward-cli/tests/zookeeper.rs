@@ -80,8 +80,40 @@ fn cron_runs_a_job_longer_than_the_session() {
             .spawn()
             .unwrap(),
     );
+    // Beside it, a job that outlasts its own --lock-at-most: stopped then,
+    // although its locks are renewed.
+    let mut capped = common::KillOnDrop(
+        std::process::Command::new(common::lockward())
+            .args(["--store", &url, "cron", "capped", "* * * * * *"])
+            .args(["--lock-at-most", "11s", "--", "sleep", "60"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     std::thread::sleep(std::time::Duration::from_millis(14_500));
+    common::signal(capped.0.id(), libc::SIGTERM);
     common::signal(cron.0.id(), libc::SIGTERM);
+    common::wait_exit(&mut capped.0, std::time::Duration::from_secs(20));
+    let capped_log = std::process::Command::new(common::lockward())
+        .args(["--store", &url, "cron-log", "capped", "--json"])
+        .output()
+        .unwrap();
+    let capped_rows: serde_json::Value = serde_json::from_slice(&capped_log.stdout).unwrap();
+    let stopped = capped_rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["outcome"] == "failed: stopped: lock_at_most_for passed")
+        .unwrap_or_else(|| panic!("not stopped at --lock-at-most: {capped_rows:#?}"));
+    let at = |field: &str| {
+        chrono::DateTime::parse_from_rfc3339(stopped[field].as_str().unwrap()).unwrap()
+    };
+    let ran_for = (at("end") - at("start")).num_milliseconds();
+    // SIGTERM a grace period (a quarter of the 10 s TTL) before the 11 s.
+    assert!(
+        (7_500..12_500).contains(&ran_for),
+        "ran {ran_for} ms: {stopped}"
+    );
     common::wait_exit(&mut cron.0, std::time::Duration::from_secs(20));
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut cron.0.stderr.take().unwrap(), &mut stderr).unwrap();
