@@ -55,47 +55,57 @@ fn prometheus_sees_one_leader_and_every_cron_run() {
     let addrs: Vec<String> = (0..5)
         .map(|_| format!("127.0.0.1:{}", free_port()))
         .collect();
+    // `lockward --metrics ADDR ARGS…` on the shared store.
+    let serving = |addr: &str, args: &[&str]| {
+        KillOnDrop(
+            Command::new(lockward())
+                .args(["--store", &store, "--metrics", addr])
+                .args(args)
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
     let mut candidates: Vec<KillOnDrop> = (0..3)
         .map(|i| {
-            KillOnDrop(
-                Command::new(lockward())
-                    .args([
-                        "--store",
-                        &store,
-                        "--metrics",
-                        &addrs[i],
-                        "elect",
-                        "reports",
-                    ])
-                    .args(["--identity", &format!("c{i}"), "--lease", "2s"])
-                    .args(["--renew-deadline", "1400ms", "--retry", "300ms", "--"])
-                    .args(["sleep", "1000"])
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap(),
+            let identity = format!("c{i}");
+            serving(
+                &addrs[i],
+                &[
+                    "elect",
+                    "reports",
+                    "--identity",
+                    &identity,
+                    "--lease",
+                    "2s",
+                    "--renew-deadline",
+                    "1400ms",
+                    "--retry",
+                    "300ms",
+                    "--",
+                    "sleep",
+                    "1000",
+                ],
             )
         })
         .collect();
     let ticks = dir.path().join("ticks");
+    let ticks_path = ticks.to_str().unwrap();
     let _crons: Vec<KillOnDrop> = (3..5)
         .map(|i| {
-            KillOnDrop(
-                Command::new(lockward())
-                    .args([
-                        "--store",
-                        &store,
-                        "--metrics",
-                        &addrs[i],
-                        "cron",
-                        "tick",
-                        "* * * * * *",
-                        "--",
-                    ])
-                    .args(["sh", "-c", r#"echo "$LOCKWARD_FIRE_TIME" >> "$1""#, "sh"])
-                    .arg(&ticks)
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap(),
+            serving(
+                &addrs[i],
+                &[
+                    "cron",
+                    "tick",
+                    "* * * * * *",
+                    "--",
+                    "sh",
+                    "-c",
+                    r#"echo "$LOCKWARD_FIRE_TIME" >> "$1""#,
+                    "sh",
+                    ticks_path,
+                ],
             )
         })
         .collect();
