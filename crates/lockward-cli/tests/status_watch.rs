@@ -145,3 +145,30 @@ fn a_too_short_interval_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(64), "{out:?}");
 }
+
+/// q ends the view at once even while the store does not answer (a paused
+/// Redis): the keys are read while the store is.
+#[cfg(feature = "redis")]
+#[test]
+fn q_quits_while_the_store_does_not_answer() {
+    let redis = lockward_testkit::RedisServer::start();
+    let tmux = Tmux::new("stalled");
+    tmux.start(&format!(
+        "{} --store {} status --watch --interval 200ms; echo view exited $?; sleep 30",
+        lockward(),
+        redis.url()
+    ));
+    tmux.wait_for("shows the view", |s| s.contains("q quits"));
+    redis.pause();
+    std::thread::sleep(Duration::from_millis(600));
+    let asked = Instant::now();
+    tmux.keys("q");
+    let screen = tmux.wait_for("quits although the store hangs", |s| {
+        s.contains("view exited")
+    });
+    let took = asked.elapsed();
+    redis.resume();
+    assert!(screen.contains("view exited 0"), "{screen}");
+    // Reading the paused store gives up only after about 1.5 s.
+    assert!(took < Duration::from_millis(800), "q took {took:?}");
+}

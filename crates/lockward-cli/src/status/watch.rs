@@ -38,8 +38,32 @@ pub async fn watch(store: &Store, prefix: &str, interval: Duration, json: bool) 
         None
     };
     let mut keys = screen.as_ref().map(|_| keys());
+    // What ends the view: q / Esc / Ctrl-C on the screen (raw mode turns
+    // Ctrl-C into a key), or a signal. Listened to while the store is read
+    // too, so that an unreachable store cannot hold the view open.
+    let mut asked_to_quit = async || loop {
+        let key = async {
+            match keys.as_mut() {
+                Some(k) => k.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            pressed = key => match pressed {
+                Some(Key::Quit) | None => return,
+                // A resize: the next refresh draws to the new size.
+                Some(Key::Redraw) => {}
+            },
+            _ = int.recv() => return,
+            _ = term.recv() => return,
+            _ = hup.recv() => return,
+        }
+    };
     loop {
-        let taken = snapshot::take(store, prefix).await;
+        let taken = tokio::select! {
+            taken = snapshot::take(store, prefix) => taken,
+            () = asked_to_quit() => return 0,
+        };
         let shown = match (&mut screen, taken) {
             (Some(screen), taken) => screen.draw(&frame(store, prefix, interval, taken)),
             (None, Ok(s)) if json => {
@@ -57,21 +81,9 @@ pub async fn watch(store: &Store, prefix: &str, interval: Duration, json: bool) 
             // stdout closed (`| head`) or the terminal went away.
             return 0;
         }
-        let key = async {
-            match keys.as_mut() {
-                Some(k) => k.recv().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
-            pressed = key => match pressed {
-                Some(Key::Quit) | None => return 0,
-                Some(Key::Redraw) => {}
-            },
-            _ = int.recv() => return 0,
-            _ = term.recv() => return 0,
-            _ = hup.recv() => return 0,
+            () = asked_to_quit() => return 0,
         }
     }
 }
