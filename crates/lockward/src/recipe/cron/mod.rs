@@ -39,18 +39,22 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 
 use crate::error::{Error, Result};
-use crate::guard::{Guard, LostSignal};
+use crate::guard::Guard;
 use crate::name::Name;
 use crate::options::{LockOptions, Renewal};
 use crate::store::Store;
 
+mod claim;
+mod ledger;
 pub mod overlap;
 
+pub use claim::{Claim, Turn};
+pub use ledger::{Entry, Execution, Outcome};
 pub use overlap::Overlap;
 
 /// Lock and ledger settings of a job.
@@ -76,110 +80,6 @@ impl Default for CronOptions {
             retention: Duration::from_secs(7 * 24 * 3600),
             overlap: Overlap::Forbid,
         }
-    }
-}
-
-/// How an execution ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Still running (or its instance died before recording the end).
-    Running,
-    /// The job succeeded.
-    Succeeded,
-    /// The job failed; why.
-    Failed(String),
-    /// Not run: the job was still running (on the instance named, where
-    /// known) and the overlap policy forbids a second execution.
-    Skipped(String),
-    /// Not run: no instance took it before a later fire time was due (all
-    /// were busy, paused or down); why, as the instance that noticed saw it.
-    Missed(String),
-}
-
-impl std::fmt::Display for Outcome {
-    /// `running`, `succeeded`, `failed: WHY` or `skipped: WHY`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Outcome::Running => f.write_str("running"),
-            Outcome::Succeeded => f.write_str("succeeded"),
-            Outcome::Failed(why) => write!(f, "failed: {why}"),
-            Outcome::Skipped(why) => write!(f, "skipped: {why}"),
-            Outcome::Missed(why) => write!(f, "missed: {why}"),
-        }
-    }
-}
-
-/// One line of the ledger.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    /// The scheduled fire time.
-    pub fire_time: DateTime<Utc>,
-    /// The execution, or `None` when no instance ran this fire time.
-    pub execution: Option<Execution>,
-}
-
-/// Who ran a fire time, when, and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Execution {
-    /// The instance that ran it.
-    pub instance: String,
-    /// When it started.
-    pub start: DateTime<Utc>,
-    /// When it ended, once it has.
-    pub end: Option<DateTime<Utc>>,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// The fencing token of its lock.
-    pub fence: u64,
-}
-
-impl Execution {
-    fn encode(&self) -> String {
-        let outcome = match &self.outcome {
-            Outcome::Running => "running".to_string(),
-            Outcome::Succeeded => "succeeded".to_string(),
-            Outcome::Failed(why) => format!("failed:{}", why.replace(['\t', '\n'], " ")),
-            Outcome::Skipped(why) => format!("skipped:{}", why.replace(['\t', '\n'], " ")),
-            Outcome::Missed(why) => format!("missed:{}", why.replace(['\t', '\n'], " ")),
-        };
-        let end = self
-            .end
-            .map_or(String::new(), |e| e.timestamp_millis().to_string());
-        format!(
-            "{}\t{}\t{end}\t{outcome}\t{}",
-            self.instance.replace('\t', " "),
-            self.start.timestamp_millis(),
-            self.fence
-        )
-    }
-
-    fn decode(text: &str) -> Option<Execution> {
-        let mut f = text.splitn(5, '\t');
-        let instance = f.next()?.to_string();
-        let start = Utc.timestamp_millis_opt(f.next()?.parse().ok()?).single()?;
-        let end = match f.next()? {
-            "" => None,
-            ms => Some(Utc.timestamp_millis_opt(ms.parse().ok()?).single()?),
-        };
-        let outcome = match f.next()? {
-            "running" => Outcome::Running,
-            "succeeded" => Outcome::Succeeded,
-            other if other.starts_with("skipped:") => {
-                Outcome::Skipped(other["skipped:".len()..].to_string())
-            }
-            other if other.starts_with("missed:") => {
-                Outcome::Missed(other["missed:".len()..].to_string())
-            }
-            other => Outcome::Failed(other.strip_prefix("failed:").unwrap_or(other).to_string()),
-        };
-        let fence = f.next()?.parse().ok()?;
-        Some(Execution {
-            instance,
-            start,
-            end,
-            outcome,
-            fence,
-        })
     }
 }
 
@@ -294,26 +194,6 @@ impl CronJob {
         self.zone.name()
     }
 
-    /// The latest fire time at or before `at`, with its execution, or with
-    /// `None` when nobody ran it (one read, whatever the ledger's length).
-    /// `None` when the schedule has no fire time before `at`.
-    ///
-    /// Cancelling the call changes nothing.
-    pub async fn fire_time_before(&self, at: DateTime<Utc>) -> Result<Option<Entry>> {
-        let Ok(fire) = self
-            .schedule
-            .find_previous_occurrence(&at.with_timezone(&self.zone), true)
-        else {
-            return Ok(None);
-        };
-        let fire = fire.with_timezone(&Utc);
-        let recorded = self.store.record(&self.slot(fire)).await?;
-        Ok(Some(Entry {
-            fire_time: fire,
-            execution: recorded.as_deref().and_then(Execution::decode),
-        }))
-    }
-
     /// The first fire time strictly after `after`.
     pub fn next_fire_after(&self, after: DateTime<Utc>) -> Result<DateTime<Utc>> {
         self.schedule
@@ -396,14 +276,13 @@ impl CronJob {
             let _ = guard.release().await;
             return Ok(Turn::Taken);
         }
-        Ok(Turn::Run(Box::new(Claim {
-            until: std::time::Instant::now() + self.options.lock_at_most_for,
+        Ok(Turn::Run(Box::new(Claim::new(
+            self.clone(),
             guard,
             running,
             key,
             execution,
-            job: self.clone(),
-        })))
+        ))))
     }
 
     /// Records fire time `fire` as missed, unless an instance ran, runs or
@@ -467,160 +346,6 @@ impl CronJob {
             end: matches!(outcome, Outcome::Skipped(_)).then_some(now),
             outcome,
             fence: guard.fence(),
-        }
-    }
-
-    /// The ledger from `since` to `until`: every fire time in between, with
-    /// its execution or `None` when nobody ran it.
-    pub async fn ledger(&self, since: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<Entry>> {
-        let prefix = format!("cron/{}/", self.job);
-        let mut executions: std::collections::BTreeMap<i64, Execution> = Default::default();
-        for (key, value) in self.store.records(&prefix).await? {
-            let (Some(ms), Some(e)) = (
-                key.strip_prefix(&prefix)
-                    .and_then(|t| t.parse::<i64>().ok()),
-                Execution::decode(&value),
-            ) else {
-                continue;
-            };
-            executions.insert(ms, e);
-        }
-        let mut entries = Vec::new();
-        let mut at = since - chrono::Duration::milliseconds(1);
-        loop {
-            let fire = self.next_fire_after(at)?;
-            if fire >= until {
-                break;
-            }
-            entries.push(Entry {
-                fire_time: fire,
-                execution: executions.remove(&fire.timestamp_millis()),
-            });
-            at = fire;
-            if entries.len() > 100_000 {
-                break;
-            }
-        }
-        Ok(entries)
-    }
-
-    /// Fire times with an execution, oldest first (to start a ledger view).
-    pub async fn first_recorded(&self) -> Result<Option<DateTime<Utc>>> {
-        let prefix = format!("cron/{}/", self.job);
-        Ok(self
-            .store
-            .records(&prefix)
-            .await?
-            .iter()
-            .filter_map(|(k, _)| k.strip_prefix(&prefix)?.parse::<i64>().ok())
-            .min()
-            .and_then(|ms| Utc.timestamp_millis_opt(ms).single()))
-    }
-}
-
-/// What [`CronJob::take_turn`] found.
-#[derive(Debug)]
-pub enum Turn {
-    /// This instance runs the fire time.
-    Run(Box<Claim>),
-    /// Another instance runs or ran it.
-    Taken,
-    /// Skipped (and written to the ledger): the job still runs on
-    /// `running` and the policy is [`Overlap::Forbid`].
-    Skipped {
-        /// The instance still running the job, or "another instance".
-        running: String,
-    },
-}
-
-/// This instance runs one fire time.
-#[derive(Debug)]
-pub struct Claim {
-    /// When `lock_at_most_for` ends, whatever the locks' TTL.
-    until: std::time::Instant,
-    guard: Guard,
-    /// The job's running lock, unless the policy is [`Overlap::Allow`].
-    running: Option<Guard>,
-    key: Name,
-    execution: Execution,
-    job: CronJob,
-}
-
-impl Claim {
-    /// The lock of this fire time (its fence fences the job's writes). Its
-    /// `lost()` fires at `lock_at_most_for`, except on a store whose locks
-    /// are renewed for it (see [`Claim::lost_signal`], which always does).
-    pub fn guard(&self) -> &Guard {
-        &self.guard
-    }
-
-    /// The fencing token of this execution.
-    pub fn fence(&self) -> u64 {
-        self.execution.fence
-    }
-
-    /// One signal over this execution's locks (the fire time's and the
-    /// job's running lock): it fires when either is lost, at
-    /// `lock_at_most_for` at the latest.
-    pub fn lost_signal(&self) -> LostSignal {
-        LostSignal::of_all(std::iter::once(&self.guard).chain(&self.running)).until(self.until)
-    }
-
-    /// With [`Overlap::Replace`], resolves when a later fire time asks this
-    /// execution to stop (the job should then end, and [`Claim::finish`]
-    /// let the next one start); never resolves otherwise. Looks every
-    /// [`overlap::REPLACE_POLL`].
-    ///
-    /// Cancel-safe: it only reads.
-    pub async fn replaced(&self) {
-        match &self.running {
-            Some(running) if self.job.options.overlap == Overlap::Replace => {
-                overlap::replaced(&self.job, running).await
-            }
-            _ => std::future::pending().await,
-        }
-    }
-
-    /// Records the end and outcome, lets the job run again (releases its
-    /// running lock), keeps the fire time's lock until `lock_at_least_for`
-    /// after the start, then releases it.
-    ///
-    /// Cancellation: dropping the future releases the locks not yet
-    /// released in the background; the outcome may be unrecorded.
-    pub async fn finish(mut self, outcome: Outcome) -> Result<()> {
-        let counted = match outcome {
-            Outcome::Succeeded => "ok",
-            Outcome::Skipped(_) | Outcome::Missed(_) => "skipped",
-            Outcome::Failed(_) | Outcome::Running => "failed",
-        };
-        crate::metrics::cron_run(&self.job.job, counted);
-        tracing::info!(cron = %self.job.job, slot = %self.key, fence = self.guard.fence(),
-            outcome = counted, "fire time done");
-        self.execution.end = Some(Utc::now());
-        self.execution.outcome = outcome;
-        self.job
-            .store
-            .put_record(
-                self.key.as_str(),
-                &self.execution.encode(),
-                self.job.options.retention,
-            )
-            .await?;
-        if let Some(running) = self.running.take() {
-            match running.release().await {
-                Ok(()) | Err(Error::Lost { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let held = (Utc::now() - self.execution.start)
-            .to_std()
-            .unwrap_or_default();
-        if let Some(left) = self.job.options.lock_at_least_for.checked_sub(held) {
-            tokio::time::sleep(left).await;
-        }
-        match self.guard.release().await {
-            Ok(()) | Err(Error::Lost { .. }) => Ok(()),
-            Err(e) => Err(e),
         }
     }
 }
