@@ -110,7 +110,10 @@ impl RwLock {
     }
 
     /// Takes the read side, waiting (up to the options' wait) while a
-    /// writer holds or waits for the lock.
+    /// writer holds or waits for the lock. Should the pass through `NAME`
+    /// run out before the reader's permit is taken (the process paused past
+    /// the TTL), the permit is given back and the read side asked for
+    /// again within the same wait: a writer may have got in meanwhile.
     ///
     /// Cancellation: dropping the future gives up the place in line; a
     /// permit taken at that moment frees at its TTL at the latest.
@@ -123,12 +126,24 @@ impl RwLock {
                 .await?;
             return Ok(self.native_reader(reader));
         }
-        let gate = self.store.acquire(&self.name, opts).await?;
-        self.admit_reader(gate, opts).await
+        let began = Instant::now();
+        loop {
+            let left = opts.wait_left(began);
+            let gate = self.store.acquire(&self.name, &left).await?;
+            match self.admit_reader(gate, &left).await {
+                // The pass through `NAME` ran out before the permit was
+                // taken (a pause, a stalled store): a writer may have got
+                // in meanwhile, so the permit was given back. Again.
+                Err(Error::Lost { .. }) => continue,
+                other => return other,
+            }
+        }
     }
 
     /// Takes the read side if no writer holds or waits, else fails at once
-    /// with [`Error::Busy`]. Cancellation: as for [`read`](RwLock::read).
+    /// with [`Error::Busy`]; [`Error::Lost`] when the pass through `NAME`
+    /// ran out before the permit was taken three times running (see
+    /// [`read`](RwLock::read)). Cancellation: as for `read`.
     #[tracing::instrument(name = "rw_try_read", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn try_read(&self, opts: &LockOptions) -> Result<ReadGuard> {
         if self.native() {
@@ -138,14 +153,23 @@ impl RwLock {
                 .await?;
             return Ok(self.native_reader(reader));
         }
-        let gate = self.store.try_acquire(&self.name, opts).await?;
-        self.admit_reader(gate, opts).await
+        let mut tries = 0;
+        loop {
+            let gate = self.store.try_acquire(&self.name, opts).await?;
+            match self.admit_reader(gate, opts).await {
+                // As in `read`; a store that keeps stalling ends it.
+                Err(Error::Lost { .. }) if tries < 2 => tries += 1,
+                other => return other,
+            }
+        }
     }
 
     /// Takes the write side, waiting (up to the options' wait, counted once
     /// over both steps) for the lock and then for the readers to finish.
     /// The guard is the lock `NAME` itself: its fence, lease and lost
-    /// signal are the writer's.
+    /// signal are the writer's. Should `NAME` run out while the readers
+    /// drain (the process paused past the TTL), it is let go and taken
+    /// again within the same wait: readers may have got in meanwhile.
     ///
     /// Cancellation: dropping the future releases `NAME` (in the
     /// background, as a dropped guard does) and gives up the wait.
@@ -158,20 +182,32 @@ impl RwLock {
                 .await;
         }
         let began = Instant::now();
-        let writer = self.store.acquire(&self.name, opts).await?;
-        let drained = self.drain(&opts.wait_left(began), true).await;
-        match Self::writer_once(writer, drained).await {
-            // The wait was one, over both steps.
-            Err(Error::TimedOut { name, .. }) => Err(Error::TimedOut {
-                name,
-                waited: began.elapsed(),
-            }),
-            other => other,
+        loop {
+            let writer = self
+                .store
+                .acquire(&self.name, &opts.wait_left(began))
+                .await?;
+            let drained = self.drain(&opts.wait_left(began), true).await;
+            match Self::writer_once(writer, drained).await {
+                // `NAME` ran out while the readers drained (a pause, a
+                // stalled store): readers may have got in. Again.
+                Err(Error::Lost { .. }) => continue,
+                // The wait was one, over both steps.
+                Err(Error::TimedOut { name, .. }) => {
+                    return Err(Error::TimedOut {
+                        name,
+                        waited: began.elapsed(),
+                    })
+                }
+                other => return other,
+            }
         }
     }
 
     /// Takes the write side if nobody reads or writes, else fails at once
-    /// with [`Error::Busy`]. Cancellation: as for [`write`](RwLock::write).
+    /// with [`Error::Busy`]; [`Error::Lost`] when `NAME` ran out while the
+    /// readers were counted three times running (see
+    /// [`write`](RwLock::write)). Cancellation: as for `write`.
     #[tracing::instrument(name = "rw_try_write", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn try_write(&self, opts: &LockOptions) -> Result<Guard> {
         if self.native() {
@@ -180,17 +216,26 @@ impl RwLock {
                 .try_acquire_as(self.name.as_str(), opts, Kind::Writer)
                 .await;
         }
-        let writer = self.store.try_acquire(&self.name, opts).await?;
-        let drained = self.drain(opts, false).await;
-        Self::writer_once(writer, drained).await
+        let mut tries = 0;
+        loop {
+            let writer = self.store.try_acquire(&self.name, opts).await?;
+            let drained = self.drain(opts, false).await;
+            match Self::writer_once(writer, drained).await {
+                // As in `write`; a store that keeps stalling ends it.
+                Err(Error::Lost { .. }) if tries < 2 => tries += 1,
+                other => return other,
+            }
+        }
     }
 
     /// Turns a plain hold of `NAME` (for example one lock of a
     /// [`MultiGuard`](crate::MultiGuard)) into the write side: waits (up to
     /// the options' wait) until no reader holds the lock. [`Error::InvalidArgument`]
-    /// when `held` is not this lock's name. On a native store a plain hold
-    /// already waited for the readers ahead of it and keeps lockward's
-    /// readers out (but not other clients' readers, such as Curator's).
+    /// when `held` is not this lock's name; [`Error::Lost`] when `held`
+    /// ran out while the readers drained (readers may have got in). On a
+    /// native store a plain hold already waited for the readers ahead of it
+    /// and keeps lockward's readers out (but not other clients' readers,
+    /// such as Curator's).
     ///
     /// Cancellation: dropping the future gives up the wait; `held` stays
     /// held.
@@ -204,7 +249,15 @@ impl RwLock {
         if self.native() {
             return Ok(());
         }
-        self.drain(opts, true).await
+        self.drain(opts, true).await?;
+        // Readers may have got in if `held` ran out meanwhile.
+        match held.lost_reason() {
+            Some(reason) => Err(Error::Lost {
+                name: self.name.to_string(),
+                reason,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// How many readers hold the lock now, where the lock is built on a
@@ -237,20 +290,47 @@ impl RwLock {
     /// With `gate` (the pass through `NAME`) held: a permit, then `gate`
     /// let go. No writer holds `NAME`, so the permit is free at once unless
     /// the readers' semaphore is full.
+    ///
+    /// [`Error::Lost`] (the permit given back) when `gate` was not held
+    /// until the permit was taken: a writer that got `NAME` meanwhile may
+    /// have counted the readers before this one, and would write beside it.
     async fn admit_reader(&self, gate: Guard, opts: &LockOptions) -> Result<ReadGuard> {
         let fence = gate.fence();
         let permit = self.readers.try_acquire(opts).await;
-        let _ = gate.release().await;
+        // The owner-checked release says whether `gate` was still ours
+        // (locally and on the store) after the permit was taken. Another
+        // failure (a store that does not answer) came after the local
+        // check passed, which is enough.
+        let gate_lost = match gate.release().await {
+            Err(Error::Lost { reason, .. }) => Some(reason),
+            _ => None,
+        };
+        let permit = permit?;
+        if let Some(reason) = gate_lost {
+            let _ = permit.release().await;
+            return Err(Error::Lost {
+                name: self.name.to_string(),
+                reason,
+            });
+        }
         Ok(ReadGuard {
-            hold: ReadHold::Permit(permit?),
+            hold: ReadHold::Permit(permit),
             fence,
             name: self.name.clone(),
         })
     }
 
-    /// `writer` as the write side once the readers `drained`; released when
-    /// they did not.
+    /// `writer` as the write side once the readers `drained` and while it
+    /// is still held; released otherwise ([`Error::Lost`] when it ran out
+    /// meanwhile: readers may have got in).
     async fn writer_once(writer: Guard, drained: Result<()>) -> Result<Guard> {
+        let drained = drained.and_then(|()| match writer.lost_reason() {
+            Some(reason) => Err(Error::Lost {
+                name: writer.name().to_string(),
+                reason,
+            }),
+            None => Ok(()),
+        });
         match drained {
             Ok(()) => Ok(writer),
             Err(e) => {
@@ -335,5 +415,58 @@ impl ReadGuard {
             ReadHold::Permit(permit) => permit.release().await,
             ReadHold::Native(guard) => guard.release().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ends `name`'s current holder, as an operator's forced unlock does:
+    /// the lease runs out under its owner.
+    async fn end_holder(store: &Store, name: &str) {
+        let holder = store.inspect(name).await.unwrap().expect("held");
+        store.force_unlock(name, &holder).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_reader_whose_pass_ran_out_gives_its_permit_back() {
+        let store = Store::memory();
+        let lock = RwLock::new(store.clone(), "gate").unwrap();
+        let opts = LockOptions::new();
+        let gate = store.acquire("gate", &opts).await.unwrap();
+        end_holder(&store, "gate").await;
+        let admitted = lock.admit_reader(gate, &opts).await;
+        assert!(matches!(admitted, Err(Error::Lost { .. })), "{admitted:?}");
+        assert_eq!(lock.readers().await.unwrap(), 0);
+        // Whole reads still work, and take the permit.
+        let reader = lock.read(&opts).await.unwrap();
+        assert_eq!(lock.readers().await.unwrap(), 1);
+        reader.release().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_writer_that_ran_out_while_readers_drained_is_let_go() {
+        let store = Store::memory();
+        // Unrenewed and slept past: a writer paused beyond its TTL.
+        let short = LockOptions::new()
+            .ttl(std::time::Duration::from_millis(50))
+            .renewal(crate::Renewal::Off);
+        let writer = store.acquire("gate", &short).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+        let written = RwLock::writer_once(writer, Ok(())).await;
+        assert!(matches!(written, Err(Error::Lost { .. })), "{written:?}");
+        assert!(store.inspect("gate").await.unwrap().is_none());
+        // The same for a plain hold turned into the write side.
+        let lock = RwLock::new(store.clone(), "gate").unwrap();
+        let held = store.acquire("gate", &short).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+        let excluded = lock.exclude_readers(&held, &short).await;
+        assert!(matches!(excluded, Err(Error::Lost { .. })), "{excluded:?}");
+        // A writer in time is the write side.
+        let opts = LockOptions::new();
+        let writer = lock.write(&opts).await.unwrap();
+        assert!(lock.exclude_readers(&writer, &opts).await.is_ok());
+        writer.release().await.unwrap();
     }
 }
