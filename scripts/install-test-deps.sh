@@ -7,6 +7,9 @@
 #   protobuf-compiler, libprotobuf-dev
 #                              protoc and its well-known types, to build etcd-client
 #   postgresql                 the PostgreSQL backend's tests (initdb, postgres)
+#   mariadb-server, mariadb-client
+#                              the MySQL backend's tests (mariadb-install-db, mariadbd,
+#                              mariadb-admin to wait for it, mariadb for set-up SQL)
 #   zookeeper, default-jdk-headless
 #                              the ZooKeeper backend's tests (the server runs on java;
 #                              its libnetty-java serves TLS for the zks:// tests)
@@ -20,9 +23,11 @@
 set -euo pipefail
 
 packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev
-  postgresql zookeeper default-jdk-headless libcurator-recipes-java faketime prometheus tmux)
-commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc java javac faketime prometheus tmux)
-files=(/usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar /usr/share/java/netty-handler.jar
+  postgresql mariadb-server mariadb-client zookeeper default-jdk-headless libcurator-recipes-java faketime
+  prometheus tmux)
+commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc java javac faketime prometheus tmux
+  mariadb-install-db mariadb-admin mariadb)
+files=(/usr/sbin/mariadbd /usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar /usr/share/java/netty-handler.jar
   /usr/share/java/curator-recipes.jar /usr/share/java/slf4j-simple.jar)
 
 missing=()
@@ -52,7 +57,7 @@ if [ -n "${install_packages:-}" ]; then
   $sudo apt-get install -y -q --no-install-recommends "${packages[@]}"
   # The packages start system services we do not use: tests start their own
   # servers on free loopback ports.
-  for service in redis-server etcd postgresql zookeeper prometheus prometheus-node-exporter; do
+  for service in redis-server etcd postgresql mariadb zookeeper prometheus prometheus-node-exporter; do
     $sudo service "$service" stop >/dev/null 2>&1 || true
   done
 fi

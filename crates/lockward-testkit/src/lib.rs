@@ -9,6 +9,7 @@
 pub mod certs;
 pub mod etcd;
 pub mod kube;
+pub mod mariadb;
 mod port;
 pub mod postgres;
 mod process;
@@ -18,6 +19,7 @@ pub mod zookeeper;
 
 pub use etcd::EtcdCluster;
 pub use kube::KubeApiServer;
+pub use mariadb::MariadbServer;
 pub use port::free_port;
 pub use postgres::PostgresServer;
 pub use process::ServerProcess;

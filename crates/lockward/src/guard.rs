@@ -62,6 +62,7 @@ impl LostSignal {
     /// The same signal, also firing (as expired) at `at` however the
     /// leases are renewed: a hold limited in time by its user rather than
     /// by its TTL (a cron execution's `lock_at_most_for`).
+    #[cfg_attr(not(feature = "cron"), allow(dead_code))]
     pub(crate) fn until(self, at: Instant) -> LostSignal {
         LostSignal(self.0, Some(at))
     }

@@ -99,12 +99,14 @@ pub(crate) fn not_leading(election: &str) {
 }
 
 /// A fire time of `job` this instance ran (`ok`, `failed`) or skipped.
+#[cfg_attr(not(feature = "cron"), allow(dead_code))]
 pub(crate) fn cron_run(job: &str, outcome: &'static str) {
     counter!("lockward_cron_runs_total", "cron" => job.to_string(), "outcome" => outcome)
         .increment(1);
 }
 
 /// A fire time of `job` this instance recorded as missed.
+#[cfg_attr(not(feature = "cron"), allow(dead_code))]
 pub(crate) fn cron_missed(job: &str) {
     counter!("lockward_cron_missed_total", "cron" => job.to_string()).increment(1);
 }

@@ -13,6 +13,7 @@
 //! | `etcd://[user:pass@]h1:2379,h2:2379[?prefix=…]`, `etcds://…?ca=PATH` | an etcd v3 cluster |
 //! | `zk://[user:pass@]h1:2181,h2:2181[/chroot][?session_timeout=30s]`, `zks://…?ca=PATH` | a ZooKeeper ensemble |
 //! | `postgres://user[:pass]@host:port/db[?table=…&mode=lease\|advisory]` | PostgreSQL |
+//! | `mysql://user[:pass]@host:port/db[?table=…]`, `mariadb://` | MySQL or MariaDB |
 //! | `k8s://[NAMESPACE][?kubeconfig=PATH&context=NAME&prefix=…]`, `kubernetes://` | Kubernetes Leases |
 //!
 //! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
@@ -25,6 +26,7 @@ use std::path::PathBuf;
 
 pub use crate::backend::etcd::url::EtcdUrl;
 pub use crate::backend::kubernetes::url::KubernetesUrl;
+pub use crate::backend::mysql::url::MysqlUrl;
 pub use crate::backend::postgres::url::{PostgresMode, PostgresUrl};
 pub use crate::backend::redis::url::RedisUrl;
 pub use crate::backend::redlock::url::RedlockUrl;
@@ -51,6 +53,8 @@ const SCHEMES: &[&str] = &[
     "zks",
     "postgres",
     "postgresql",
+    "mysql",
+    "mariadb",
     "k8s",
     "kubernetes",
 ];
@@ -83,6 +87,8 @@ pub enum StoreUrl {
     Zookeeper(ZookeeperUrl),
     /// `postgres://` (or `postgresql://`): PostgreSQL.
     Postgres(PostgresUrl),
+    /// `mysql://` (or `mariadb://`): MySQL or MariaDB.
+    Mysql(MysqlUrl),
     /// `k8s://` (or `kubernetes://`): Leases on a Kubernetes API server.
     Kubernetes(KubernetesUrl),
 }
@@ -121,6 +127,7 @@ impl StoreUrl {
             "etcd" | "etcds" => EtcdUrl::parse(&parts).map(StoreUrl::Etcd),
             "zk" | "zks" => ZookeeperUrl::parse(&parts).map(StoreUrl::Zookeeper),
             "postgres" | "postgresql" => PostgresUrl::parse(&parts).map(StoreUrl::Postgres),
+            "mysql" | "mariadb" => MysqlUrl::parse(&parts).map(StoreUrl::Mysql),
             "k8s" | "kubernetes" => KubernetesUrl::parse(&parts).map(StoreUrl::Kubernetes),
             other => Err(url_error(format!(
                 "unknown scheme {other:?}; expected one of {}",
@@ -141,6 +148,7 @@ impl StoreUrl {
             StoreUrl::Zookeeper(z) if z.tls => "zks",
             StoreUrl::Zookeeper(_) => "zk",
             StoreUrl::Postgres(_) => "postgres",
+            StoreUrl::Mysql(_) => "mysql",
             StoreUrl::Kubernetes(_) => "k8s",
         }
     }
@@ -157,6 +165,7 @@ impl fmt::Display for StoreUrl {
             StoreUrl::Etcd(e) => e.fmt(f),
             StoreUrl::Zookeeper(z) => z.fmt(f),
             StoreUrl::Postgres(p) => p.fmt(f),
+            StoreUrl::Mysql(m) => m.fmt(f),
             StoreUrl::Kubernetes(k) => k.fmt(f),
         }
     }

@@ -12,11 +12,11 @@ use std::io::{Read, Write};
 use std::sync::mpsc;
 
 use lockward_testkit::{
-    EtcdCluster, KubeApiServer, PostgresServer, RedisCluster, RedisMasters, RedisServer,
-    ZookeeperEnsemble,
+    EtcdCluster, KubeApiServer, MariadbServer, PostgresServer, RedisCluster, RedisMasters,
+    RedisServer, ZookeeperEnsemble,
 };
 
-const STORES: &str = "redis, redis-cluster, redlock, etcd, zookeeper, postgres, k8s";
+const STORES: &str = "redis, redis-cluster, redlock, etcd, zookeeper, postgres, mariadb, k8s";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,6 +37,7 @@ fn main() {
         "etcd" => started(EtcdCluster::start_single(), EtcdCluster::url),
         "zookeeper" => started(ZookeeperEnsemble::start_single(), ZookeeperEnsemble::url),
         "postgres" => started(PostgresServer::start(), PostgresServer::url),
+        "mariadb" | "mysql" => started(MariadbServer::start(), MariadbServer::url),
         "k8s" => started(KubeApiServer::start(), KubeApiServer::url),
         other => {
             eprintln!("lockward-testserver: unknown store {other:?}; one of: {STORES}");

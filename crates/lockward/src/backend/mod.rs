@@ -21,6 +21,7 @@ pub(crate) mod waiters;
 pub mod etcd;
 pub mod kubernetes;
 pub mod memory;
+pub mod mysql;
 pub mod postgres;
 pub mod redis;
 pub mod redlock;

@@ -27,6 +27,8 @@ pub async fn connect(url: &StoreUrl) -> Result<Option<Box<dyn SideClient>>> {
         StoreUrl::Postgres(p) => Some(Box::new(
             super::postgres::side::PostgresSide::connect(p).await?,
         )),
+        #[cfg(feature = "mysql")]
+        StoreUrl::Mysql(m) => Some(Box::new(super::mysql::side::MysqlSide::connect(m).await?)),
         #[cfg(feature = "kubernetes")]
         StoreUrl::Kubernetes(k) => Some(Box::new(
             super::kubernetes::side::KubernetesSide::connect(k).await?,

@@ -87,6 +87,8 @@ async fn server_findings(url: &StoreUrl) -> Vec<Finding> {
         StoreUrl::Zookeeper(z) => backend::zookeeper::doctor::check(z).await,
         #[cfg(feature = "postgres")]
         StoreUrl::Postgres(p) => backend::postgres::doctor::check(p).await,
+        #[cfg(feature = "mysql")]
+        StoreUrl::Mysql(m) => backend::mysql::doctor::check(m).await,
         #[cfg(feature = "kubernetes")]
         StoreUrl::Kubernetes(k) => backend::kubernetes::doctor::check(k).await,
         #[allow(unreachable_patterns)]

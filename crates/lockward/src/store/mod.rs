@@ -95,6 +95,10 @@ impl Store {
             StoreUrl::Postgres(pg) => Ok(Store::from_shared(
                 crate::backend::postgres::connect(pg).await?,
             )),
+            #[cfg(feature = "mysql")]
+            StoreUrl::Mysql(mysql) => Ok(Store::from_backend(
+                crate::backend::mysql::MysqlBackend::connect(mysql).await?,
+            )),
             #[cfg(feature = "kubernetes")]
             StoreUrl::Kubernetes(k8s) => Ok(Store::from_backend(
                 crate::backend::kubernetes::KubernetesBackend::connect(k8s).await?,

@@ -11,6 +11,8 @@ mod etcd;
 #[cfg(feature = "kubernetes")]
 mod kubernetes;
 mod memory;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "redis")]
@@ -37,6 +39,8 @@ fn main() {
     memory::register(&mut trials);
     #[cfg(feature = "postgres")]
     postgres::register(&mut trials);
+    #[cfg(feature = "mysql")]
+    mysql::register(&mut trials);
     #[cfg(feature = "redis")]
     redis::register(&mut trials);
     #[cfg(feature = "redis")]

@@ -1,0 +1,208 @@
+//! MariaDB on a free loopback port: `mariadb-install-db` into a temporary
+//! folder owned by the `mysql` user, then `mariadbd` (which drops to that
+//! user). Tests connect over TCP as `lockward` with a password, so they can
+//! check a wrong one; the helper `sql` goes over the local socket as root.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::{free_port, require_binary, ServerProcess, INSTALL_SCRIPT};
+
+/// The password of the `lockward` user in test servers.
+pub const PASSWORD: &str = "lockward-test-secret";
+
+/// A running MariaDB server, killed when dropped.
+pub struct MariadbServer {
+    dir: tempfile::TempDir,
+    port: u16,
+    /// Every commit flushed to disk, as in production (slower).
+    durable: bool,
+    process: Option<ServerProcess>,
+}
+
+/// Where Debian installs the server (not on every PATH).
+fn server_binary() -> PathBuf {
+    let sbin = Path::new("/usr/sbin/mariadbd");
+    if sbin.is_file() {
+        return sbin.to_path_buf();
+    }
+    require_binary("mariadbd")
+}
+
+/// The uid and gid of the `mysql` user.
+fn mysql_user() -> (u32, u32) {
+    let name = std::ffi::CString::new("mysql").expect("no NUL");
+    // SAFETY: getpwnam returns a pointer into static storage or NULL; we
+    // copy the two fields out at once.
+    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+    assert!(
+        !pw.is_null(),
+        "there is no `mysql` user; run {INSTALL_SCRIPT} (the mariadb-server package creates it)"
+    );
+    unsafe { ((*pw).pw_uid, (*pw).pw_gid) }
+}
+
+impl MariadbServer {
+    /// Creates a data folder and starts the server, with quick commits (a
+    /// kill -9 may lose the last ones).
+    pub fn start() -> MariadbServer {
+        MariadbServer::start_with(false)
+    }
+
+    /// The same with every commit flushed (`innodb_flush_log_at_trx_commit=1`),
+    /// for crash tests.
+    pub fn start_durable() -> MariadbServer {
+        MariadbServer::start_with(true)
+    }
+
+    fn start_with(durable: bool) -> MariadbServer {
+        let binary = server_binary();
+        let install = require_binary("mariadb-install-db");
+        require_binary("mariadb-admin");
+        let (uid, gid) = mysql_user();
+        let dir = tempfile::tempdir().expect("temp dir for mariadb");
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown the data folder");
+        let out = Command::new(install)
+            .args(["--no-defaults", "--user=mysql", "--skip-test-db"])
+            .arg("--auth-root-authentication-method=normal")
+            .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--basedir={}",
+                binary
+                    .parent()
+                    .and_then(Path::parent)
+                    .unwrap_or(Path::new("/usr"))
+                    .display()
+            ))
+            .output()
+            .expect("run mariadb-install-db");
+        assert!(
+            out.status.success(),
+            "mariadb-install-db failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut server = MariadbServer {
+            dir,
+            port: 0,
+            durable,
+            process: None,
+        };
+        for _ in 0..5 {
+            server.port = free_port();
+            if server.launch() {
+                server.sql(&format!(
+                    "CREATE USER 'lockward'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}';
+                     CREATE DATABASE lockward;
+                     GRANT ALL ON lockward.* TO 'lockward'@'127.0.0.1';"
+                ));
+                return server;
+            }
+        }
+        panic!("mariadbd did not start; log:\n{}", server.log());
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("mariadb.sock")
+    }
+
+    fn launch(&mut self) -> bool {
+        let mut cmd = Command::new(server_binary());
+        let flush = if self.durable { "1" } else { "2" };
+        cmd.args(["--no-defaults", "--user=mysql"])
+            .arg(format!(
+                "--datadir={}",
+                self.dir.path().join("data").display()
+            ))
+            .arg(format!("--port={}", self.port))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--socket={}", self.socket().display()))
+            .arg(format!(
+                "--pid-file={}",
+                self.dir.path().join("mariadb.pid").display()
+            ))
+            .arg(format!("--innodb-flush-log-at-trx-commit={flush}"))
+            .args(["--skip-name-resolve", "--max-connections=1000"])
+            .arg("--innodb-buffer-pool-size=64M");
+        let log = self.dir.path().join("mariadb.log");
+        self.process = Some(ServerProcess::spawn("mariadbd", cmd, &log).expect("spawn mariadbd"));
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            if self.process.as_mut().is_some_and(|p| p.exited()) {
+                self.process = None;
+                return false;
+            }
+            let ready = Command::new("mariadb-admin")
+                .arg("--no-defaults")
+                .arg(format!("--socket={}", self.socket().display()))
+                .args(["-uroot", "--connect-timeout=1", "ping"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ready {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// `mysql://lockward:…@127.0.0.1:PORT/lockward` for lockward.
+    pub fn url(&self) -> String {
+        format!(
+            "mysql://lockward:{PASSWORD}@127.0.0.1:{}/lockward",
+            self.port
+        )
+    }
+
+    /// `host:port`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Runs SQL as root over the local socket, in the `lockward` database
+    /// once it exists; returns the output (tab-separated, no headers).
+    pub fn sql(&self, sql: &str) -> String {
+        let out = Command::new("mariadb")
+            .arg("--no-defaults")
+            .arg(format!("--socket={}", self.socket().display()))
+            .args(["-uroot", "--batch", "--skip-column-names", "-e", sql])
+            .output()
+            .expect("run mariadb");
+        assert!(
+            out.status.success(),
+            "mariadb {sql:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// kill -9, then starts it again on its data (crash recovery).
+    pub fn restart(&mut self) {
+        self.kill9();
+        for _ in 0..20 {
+            if self.launch() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("mariadbd did not restart; log:\n{}", self.log());
+    }
+
+    /// The server's pid, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(ServerProcess::pid)
+    }
+
+    /// kill -9 the server.
+    pub fn kill9(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            p.kill();
+        }
+    }
+
+    /// The server log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mariadb.log")).unwrap_or_default()
+    }
+}

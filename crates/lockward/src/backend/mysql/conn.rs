@@ -1,0 +1,193 @@
+//! Connections to MySQL and MariaDB: a pool (passwords never in messages),
+//! the tables, and statements run with a time bound and retried when
+//! InnoDB picked them as a deadlock's victim.
+
+use std::time::Duration;
+
+use mysql_async::prelude::{FromRow, Queryable};
+use mysql_async::{OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
+
+use super::url::MysqlUrl;
+use crate::error::{Error, Result};
+
+/// How long one statement (with getting a connection) may take: a server
+/// that does not answer is reported as unavailable then.
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most connections one store keeps to the server.
+const MAX_CONNECTIONS: usize = 64;
+
+/// What a statement changed: the rows it touched and the value it gave
+/// `LAST_INSERT_ID(expr)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Changed {
+    /// Rows changed (an upsert that updated counts 2, one that left the row
+    /// as it was 0).
+    pub rows: u64,
+    /// The statement's `LAST_INSERT_ID`, if it set one.
+    pub last_insert_id: Option<u64>,
+}
+
+/// The server of one URL, through a pool of connections.
+pub struct Db {
+    pool: Pool,
+    address: String,
+}
+
+/// The driver's options for `url`.
+fn options(url: &MysqlUrl) -> OptsBuilder {
+    let pool = PoolOpts::default()
+        .with_constraints(PoolConstraints::new(0, MAX_CONNECTIONS).expect("0 <= max"))
+        // A reset per checkout is a round trip; nothing lockward does
+        // leaves state in the session.
+        .with_reset_connection(false);
+    OptsBuilder::default()
+        .ip_or_hostname(url.endpoint.host.clone())
+        .tcp_port(url.endpoint.port)
+        .user(Some(url.user.clone()))
+        .pass(url.password.as_ref().map(|p| p.expose().to_string()))
+        .db_name(Some(url.db.clone()))
+        // Upserts tell taken from left alone by their count of changed rows.
+        .client_found_rows(false)
+        // Stay on the address given (a socket would bypass proxies).
+        .prefer_socket(false)
+        .tcp_nodelay(true)
+        .pool_opts(pool)
+}
+
+/// lockward's error for a driver error. The driver never prints passwords.
+pub fn my_error(address: &str, e: &mysql_async::Error) -> Error {
+    let message = match e {
+        mysql_async::Error::Server(s) if s.code == 1045 => {
+            "authentication failed: check the user and password in the URL".to_string()
+        }
+        mysql_async::Error::Server(s) => format!("{} ({}): {}", s.code, s.state, s.message),
+        other => other.to_string(),
+    };
+    Error::Unavailable {
+        address: address.to_string(),
+        message,
+    }
+}
+
+/// Whether InnoDB rolled the statement back to break a deadlock or a lock
+/// wait (nothing was applied; it can run again).
+fn rolled_back(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if s.code == 1213 || s.code == 1205)
+}
+
+impl Db {
+    /// A pool on `url`'s server, checked with one connection.
+    pub async fn connect(url: &MysqlUrl) -> Result<Db> {
+        let db = Db {
+            pool: Pool::new(options(url)),
+            address: url.to_string(),
+        };
+        db.rows::<u8>("SELECT 1", Params::Empty).await?;
+        Ok(db)
+    }
+
+    /// The address for messages.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    fn timed_out(&self) -> Error {
+        Error::Unavailable {
+            address: self.address.clone(),
+            message: format!("no answer within {STATEMENT_TIMEOUT:?}"),
+        }
+    }
+
+    /// Runs `sql` (a prepared statement, cached per connection) until it
+    /// is not a deadlock's victim, within [`STATEMENT_TIMEOUT`] each.
+    async fn run<T, F>(&self, f: impl Fn(mysql_async::Conn) -> F) -> Result<T>
+    where
+        F: std::future::Future<Output = mysql_async::Result<T>>,
+    {
+        let mut tries = 0;
+        loop {
+            let attempt = async {
+                let conn = self.pool.get_conn().await?;
+                f(conn).await
+            };
+            match tokio::time::timeout(STATEMENT_TIMEOUT, attempt).await {
+                Err(_) => return Err(self.timed_out()),
+                Ok(Err(e)) if rolled_back(&e) && tries < 5 => tries += 1,
+                Ok(Err(e)) => return Err(my_error(&self.address, &e)),
+                Ok(Ok(value)) => return Ok(value),
+            }
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    pub async fn exec(&self, sql: &str, params: Params) -> Result<Changed> {
+        self.run(|mut conn| {
+            let params = params.clone();
+            async move {
+                conn.exec_drop(sql, params).await?;
+                Ok(Changed {
+                    rows: conn.affected_rows(),
+                    last_insert_id: conn.last_insert_id(),
+                })
+            }
+        })
+        .await
+    }
+
+    /// Runs a query and decodes its rows.
+    pub async fn rows<T: FromRow + Send + 'static>(
+        &self,
+        sql: &str,
+        params: Params,
+    ) -> Result<Vec<T>> {
+        self.run(|mut conn| {
+            let params = params.clone();
+            async move { conn.exec(sql, params).await }
+        })
+        .await
+    }
+
+    /// Runs statements without parameters, one after the other (plain text,
+    /// not prepared: for the tables' definitions).
+    pub async fn batch(&self, sql: &str) -> Result<()> {
+        self.run(|mut conn| async move { conn.query_drop(sql).await })
+            .await
+    }
+}
+
+/// Creates the lock table and the record tables if missing. Names compare
+/// byte for byte (`VARBINARY`: no case folding, no trailing-space padding).
+pub async fn create_tables(db: &Db, t: &str) -> Result<()> {
+    db.batch(&format!(
+        "CREATE TABLE IF NOT EXISTS {t} (
+             name       VARBINARY(512) NOT NULL PRIMARY KEY,
+             owner      VARCHAR(64) CHARACTER SET ascii NOT NULL,
+             holder     TEXT CHARACTER SET utf8mb4 NULL,
+             fence      BIGINT UNSIGNED NOT NULL,
+             expires_at DATETIME(6) NOT NULL
+         ) ENGINE=InnoDB;
+         CREATE TABLE IF NOT EXISTS {t}_records (
+             record_key   VARBINARY(512) NOT NULL PRIMARY KEY,
+             record_value LONGTEXT CHARACTER SET utf8mb4 NOT NULL,
+             expires_at   DATETIME(6) NOT NULL
+         ) ENGINE=InnoDB;
+         CREATE TABLE IF NOT EXISTS {t}_versioned (
+             record_key   VARBINARY(512) NOT NULL PRIMARY KEY,
+             record_value LONGTEXT CHARACTER SET utf8mb4 NOT NULL,
+             version      BIGINT UNSIGNED NOT NULL,
+             expires_at   DATETIME(6) NOT NULL
+         ) ENGINE=InnoDB"
+    ))
+    .await
+}
+
+/// `d` in microseconds, for `INTERVAL ? MICROSECOND`.
+pub fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// A time left in microseconds, as the server computed it.
+pub fn remaining(us: i64) -> Duration {
+    Duration::from_micros(u64::try_from(us).unwrap_or(0))
+}

@@ -1,0 +1,233 @@
+//! MySQL's lease mode: one row per name, kept across holders, and the lock
+//! seam on it.
+//!
+//! **Taking a lock is one statement**, an upsert:
+//! `INSERT … ON DUPLICATE KEY UPDATE col = IF(expires_at <= UTC_TIMESTAMP(6), new, col)`.
+//! Why it is correct under InnoDB's locking:
+//!
+//! - The insert of a name that has no row takes it (fence 1). Two inserts
+//!   of one new name serialise on the primary key: the second waits for
+//!   the first to commit, meets the duplicate, and runs the update on the
+//!   row as the first committed it.
+//! - The update runs with the row locked exclusively (the duplicate key is
+//!   locked before `ON DUPLICATE KEY UPDATE` reads it), so the expiry test
+//!   and the new values are one atomic step: of two contenders for an
+//!   expired row, the second sees the first's fresh expiry and changes
+//!   nothing.
+//! - Assignments run left to right and each sees the ones before it, so
+//!   `expires_at` is assigned last: every test reads the holder's expiry.
+//! - `UTC_TIMESTAMP(6)` is the statement's start on the server's clock: a
+//!   statement that waited for the row lock judges expiry a little early
+//!   (never late), and the new expiry counts from no earlier than when the
+//!   client sent it, so the client's local deadline is never past it.
+//!   UTC, so no daylight-saving jump moves it.
+//! - The fence grows in the row (`LAST_INSERT_ID(fence + 1)`, which the
+//!   server returns with the count of changed rows: 1 inserted, 2 taken
+//!   over, 0 held). The row outlives release and expiry, so a name's
+//!   fences only grow, and InnoDB keeps them across a restart.
+//!
+//! Release and extend are owner-checked updates of the live row. Waiters
+//! poll (MySQL pushes nothing) and re-check at the holder's expiry.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mysql_async::Params;
+
+use super::conn::{self, micros, remaining, Db};
+use super::url::MysqlUrl;
+use crate::backend::{Attempt, Capabilities, LockBackend, Request};
+use crate::error::Result;
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// The statements of lease mode, for one table.
+struct Sql {
+    acquire: String,
+    remaining: String,
+    extend: String,
+    release: String,
+    inspect: String,
+    list: String,
+}
+
+impl Sql {
+    fn new(t: &str) -> Sql {
+        let now = "UTC_TIMESTAMP(6)";
+        let free = format!("expires_at <= {now}");
+        let left = format!("TIMESTAMPDIFF(MICROSECOND, {now}, expires_at)");
+        let columns = format!("name, owner, holder, fence, {left}");
+        Sql {
+            acquire: format!(
+                "INSERT INTO {t} (name, owner, holder, fence, expires_at)
+                 VALUES (?, ?, ?, LAST_INSERT_ID(1), {now} + INTERVAL ? MICROSECOND)
+                 ON DUPLICATE KEY UPDATE
+                     fence = IF({free}, LAST_INSERT_ID(fence + 1), fence),
+                     owner = IF({free}, VALUES(owner), owner),
+                     holder = IF({free}, VALUES(holder), holder),
+                     expires_at = IF({free}, VALUES(expires_at), expires_at)"
+            ),
+            remaining: format!("SELECT {left} FROM {t} WHERE name = ? AND expires_at > {now}"),
+            extend: format!(
+                "UPDATE {t} SET expires_at = {now} + INTERVAL ? MICROSECOND
+                 WHERE name = ? AND owner = ? AND expires_at > {now}"
+            ),
+            // The row stays, with its fence: the next holder's is larger.
+            release: format!(
+                "UPDATE {t} SET owner = '', holder = NULL, expires_at = '1970-01-01'
+                 WHERE name = ? AND owner = ? AND expires_at > {now}"
+            ),
+            inspect: format!("SELECT {columns} FROM {t} WHERE name = ? AND expires_at > {now}"),
+            list: format!(
+                "SELECT {columns} FROM {t}
+                 WHERE name LIKE ? ESCAPE '|' AND expires_at > {now} ORDER BY name"
+            ),
+        }
+    }
+}
+
+/// A row of the lock table as `inspect` and `list` read it.
+type Row = (Vec<u8>, String, Option<String>, u64, i64);
+
+fn info((name, owner, holder, fence, left): Row) -> LockInfo {
+    LockInfo {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        owner,
+        holder,
+        fence: Some(fence),
+        expires_in: Some(remaining(left)),
+        waiters: None,
+    }
+}
+
+/// `prefix` as a `LIKE` pattern that matches it literally, then anything.
+pub(super) fn like_prefix(prefix: &str) -> Vec<u8> {
+    let mut pattern = Vec::with_capacity(prefix.len() + 1);
+    for b in prefix.bytes() {
+        if matches!(b, b'|' | b'%' | b'_') {
+            pattern.push(b'|');
+        }
+        pattern.push(b);
+    }
+    pattern.push(b'%');
+    pattern
+}
+
+/// What the lease mode guarantees, known without a connection (its
+/// `capabilities()` returns this).
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: false,
+    pushed_wakeups: false,
+    server_detects_loss: false,
+    server_clock: true,
+    expires: true,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+    permanent_records: true,
+    native_rw_lock: false,
+};
+
+/// Lease mode.
+pub struct MysqlBackend {
+    pub(super) db: Arc<Db>,
+    pub(super) table: String,
+    sql: Sql,
+}
+
+impl MysqlBackend {
+    /// Connects and creates the tables if needed.
+    ///
+    /// Cancellation: dropping the future closes the connection attempt; a
+    /// table it created stays.
+    pub async fn connect(url: &MysqlUrl) -> Result<Self> {
+        let db = Db::connect(url).await?;
+        conn::create_tables(&db, &url.table).await?;
+        Ok(MysqlBackend {
+            db: Arc::new(db),
+            table: url.table.clone(),
+            sql: Sql::new(&url.table),
+        })
+    }
+}
+
+#[async_trait]
+impl LockBackend for MysqlBackend {
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    fn address(&self) -> String {
+        self.db.address().to_string()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let params = Params::Positional(vec![
+            req.name.as_str().as_bytes().into(),
+            req.owner.to_string().into(),
+            req.label.into(),
+            micros(req.ttl).into(),
+        ]);
+        let changed = self.db.exec(&self.sql.acquire, params).await?;
+        match (changed.rows, changed.last_insert_id) {
+            (1, _) => return Ok(Attempt::Granted { fence: 1 }),
+            (2, Some(fence)) => return Ok(Attempt::Granted { fence }),
+            _ => {}
+        }
+        let left: Vec<i64> = self
+            .db
+            .rows(&self.sql.remaining, name_param(req.name))
+            .await?;
+        Ok(Attempt::Held {
+            expires_in: left.first().map(|us| remaining(*us)),
+        })
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        let params = Params::Positional(vec![
+            micros(ttl).into(),
+            name.as_str().as_bytes().into(),
+            owner.to_string().into(),
+        ]);
+        let changed = self.db.exec(&self.sql.extend, params).await?;
+        crate::backend::owner_checked(name, changed.rows)
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let params = Params::Positional(vec![
+            name.as_str().as_bytes().into(),
+            owner.to_string().into(),
+        ]);
+        let changed = self.db.exec(&self.sql.release, params).await?;
+        crate::backend::owner_checked(name, changed.rows)
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let rows: Vec<Row> = self.db.rows(&self.sql.inspect, name_param(name)).await?;
+        Ok(rows.into_iter().next().map(info))
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let params = Params::Positional(vec![like_prefix(prefix).into()]);
+        let rows: Vec<Row> = self.db.rows(&self.sql.list, params).await?;
+        Ok(rows.into_iter().map(info).collect())
+    }
+}
+
+/// One parameter: the name's bytes.
+pub(super) fn name_param(name: &Name) -> Params {
+    Params::Positional(vec![name.as_str().as_bytes().into()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_prefix;
+
+    #[test]
+    fn a_prefix_matches_itself_literally() {
+        assert_eq!(like_prefix("a_b%c|"), b"a|_b|%c||%".to_vec());
+        assert_eq!(like_prefix(""), b"%".to_vec());
+    }
+}
