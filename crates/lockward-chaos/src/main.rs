@@ -14,7 +14,7 @@ use lockward_chaos::run::{run, RunConfig};
     about = "Faults against a lockward backend, and a checker"
 )]
 struct Cli {
-    /// The backend: sqlite, redis, redis-persistent, redlock, etcd, zookeeper, postgres, k8s.
+    /// The backend: sqlite, redis, redis-persistent, redlock, etcd, zookeeper, postgres, mysql, k8s.
     #[arg(long)]
     backend: Option<String>,
     /// How long the clients run.

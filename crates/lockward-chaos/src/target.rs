@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use lockward_testkit::{
-    EtcdCluster, KubeApiServer, PostgresServer, RedisMasters, RedisOptions, RedisServer,
-    ZookeeperEnsemble,
+    EtcdCluster, KubeApiServer, MariadbServer, PostgresServer, RedisMasters, RedisOptions,
+    RedisServer, ZookeeperEnsemble,
 };
 use serde::Serialize;
 
@@ -21,6 +21,7 @@ pub const BACKENDS: &[&str] = &[
     "etcd",
     "zookeeper",
     "postgres",
+    "mysql",
     "k8s",
 ];
 
@@ -70,6 +71,7 @@ enum Servers {
     Etcd(EtcdCluster),
     Zookeeper(ZookeeperEnsemble),
     Postgres(PostgresServer),
+    Mariadb(MariadbServer),
     Kube(KubeApiServer),
 }
 
@@ -109,7 +111,7 @@ impl Target {
         ];
         let own: &[FaultKind] = match name {
             // k8s: kube-apiserver killed; its etcd keeps every Lease.
-            "redis" | "redis-persistent" | "k8s" => &[FaultKind::KillServer],
+            "redis" | "redis-persistent" | "mysql" | "k8s" => &[FaultKind::KillServer],
             // The lease backend times expiry by the server's clock.
             "postgres" => &[FaultKind::KillServer, FaultKind::ClockJump],
             "redlock" => &[FaultKind::KillMinority],
@@ -193,6 +195,13 @@ impl Target {
                 proxies.push(proxy(pg.addr()).await?);
                 let url = pg.url().replace(&pg.addr(), &proxies[0].addr());
                 (Servers::Postgres(pg), url, Duration::from_secs(3))
+            }
+            "mysql" => {
+                // Every commit flushed: a kill -9 must not lose fences.
+                let db = tokio::task::block_in_place(MariadbServer::start_durable);
+                proxies.push(proxy(db.addr()).await?);
+                let url = db.url().replace(&db.addr(), &proxies[0].addr());
+                (Servers::Mariadb(db), url, Duration::from_secs(3))
             }
             "k8s" => {
                 let kube = tokio::task::block_in_place(KubeApiServer::start);
@@ -354,6 +363,11 @@ impl Target {
                 pg.kill9();
                 pid
             }
+            Servers::Mariadb(db) => {
+                let pid = db.pid();
+                db.kill9();
+                pid
+            }
             Servers::Kube(k) => {
                 let pid = k.apiserver_pid();
                 k.kill_apiserver();
@@ -367,6 +381,7 @@ impl Target {
         match &mut self.servers {
             Servers::Redis(r) => tokio::task::block_in_place(|| r.restart()),
             Servers::Postgres(pg) => tokio::task::block_in_place(|| pg.restart()),
+            Servers::Mariadb(db) => tokio::task::block_in_place(|| db.restart()),
             Servers::Kube(k) => tokio::task::block_in_place(|| k.start_apiserver()),
             _ => {}
         }

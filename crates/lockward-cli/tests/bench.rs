@@ -59,7 +59,7 @@ fn bench_on_every_store() {
         }
 
         let scale = &r["scale"];
-        if store.contains("mode=advisory") {
+        if common::session_locks(&store) {
             // One connection per held lock: max_connections is the limit,
             // and the run says so rather than failing.
             let locks = scale["locks"].as_u64().unwrap();
@@ -101,7 +101,7 @@ fn bench_on_every_store() {
             resigned < 1_000.0,
             "{store}: a resign hands over at once: {failover}"
         );
-        if store.contains("mode=advisory") {
+        if common::session_locks(&store) {
             // The server ends a dead holder's session lock at once.
             assert!(killed < 1_000.0, "{store}: {failover}");
         } else {

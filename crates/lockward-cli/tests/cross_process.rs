@@ -128,6 +128,14 @@ fn zookeeper_cross_process() {
     run_cross_process(&zk.url());
 }
 
+#[cfg(feature = "mysql")]
+#[test]
+fn mysql_cross_process_both_modes() {
+    let server = lockward_testkit::MariadbServer::start();
+    run_cross_process(&server.url());
+    run_cross_process(&format!("{}?mode=named", server.url()));
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_cross_process_both_modes() {

@@ -48,7 +48,7 @@ fn doctor_on_every_store() {
             .is_some_and(|(_, not)| not.contains("forced unlock"));
         assert_eq!(
             refused,
-            store.contains("mode=advisory"),
+            common::session_locks(store),
             "{store}: {capabilities}"
         );
         assert_eq!(
@@ -87,6 +87,18 @@ fn doctor_on_every_store() {
                 // The testkit's quick settings are what doctor must catch.
                 assert_eq!(level_of(&report, "fsync"), Some("error"), "{report}");
                 assert_eq!(level_of(&report, "pooler"), Some("ok"), "{report}");
+                assert_eq!(code, Some(1), "{report}");
+            }
+            "mysql" => {
+                assert!(report.to_string().contains("MariaDB"), "{report}");
+                // The testkit's quick commits are what doctor must catch.
+                assert_eq!(
+                    level_of(&report, "innodb_flush_log_at_trx_commit"),
+                    Some("error"),
+                    "{report}"
+                );
+                assert_eq!(level_of(&report, "probe"), Some("ok"), "{report}");
+                assert_eq!(level_of(&report, "clock offset"), Some("ok"), "{report}");
                 assert_eq!(code, Some(1), "{report}");
             }
             "k8s" => {

@@ -24,7 +24,7 @@ fn a_forced_unlock_stops_the_holders_command_on_every_store() {
     let dir = tempfile::tempdir().unwrap();
     let every = common::every_store(dir.path());
     for url in &every.urls {
-        let advisory = url.contains("mode=advisory");
+        let advisory = common::session_locks(url);
         let mut holder = KillOnDrop(
             Command::new(lockward())
                 .args(["--store", url, "run", "stuck-job", "--ttl", "6s", "--"])

@@ -18,6 +18,8 @@ pub struct MariadbServer {
     port: u16,
     /// Every commit flushed to disk, as in production (slower).
     durable: bool,
+    /// Serving TLS with a throwaway CA (`ca.pem` in the folder).
+    tls: bool,
     process: Option<ServerProcess>,
 }
 
@@ -47,16 +49,22 @@ impl MariadbServer {
     /// Creates a data folder and starts the server, with quick commits (a
     /// kill -9 may lose the last ones).
     pub fn start() -> MariadbServer {
-        MariadbServer::start_with(false)
+        MariadbServer::start_with(false, false)
     }
 
     /// The same with every commit flushed (`innodb_flush_log_at_trx_commit=1`),
     /// for crash tests.
     pub fn start_durable() -> MariadbServer {
-        MariadbServer::start_with(true)
+        MariadbServer::start_with(true, false)
     }
 
-    fn start_with(durable: bool) -> MariadbServer {
+    /// The same, also serving TLS with a throwaway CA: `tls_url()` connects
+    /// with `ssl-mode=VERIFY_IDENTITY&ca=…`.
+    pub fn start_tls() -> MariadbServer {
+        MariadbServer::start_with(false, true)
+    }
+
+    fn start_with(durable: bool, tls: bool) -> MariadbServer {
         let binary = server_binary();
         let install = require_binary("mariadb-install-db");
         require_binary("mariadb-admin");
@@ -83,10 +91,18 @@ impl MariadbServer {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        if tls {
+            crate::certs::make_certificates(dir.path());
+            for file in ["ca.pem", "server.pem", "server.key"] {
+                std::os::unix::fs::chown(dir.path().join(file), Some(uid), Some(gid))
+                    .expect("chown the certificates");
+            }
+        }
         let mut server = MariadbServer {
             dir,
             port: 0,
             durable,
+            tls,
             process: None,
         };
         for _ in 0..5 {
@@ -125,6 +141,12 @@ impl MariadbServer {
             .arg(format!("--innodb-flush-log-at-trx-commit={flush}"))
             .args(["--skip-name-resolve", "--max-connections=1000"])
             .arg("--innodb-buffer-pool-size=64M");
+        if self.tls {
+            let file = |name: &str| self.dir.path().join(name).display().to_string();
+            cmd.arg(format!("--ssl-ca={}", file("ca.pem")))
+                .arg(format!("--ssl-cert={}", file("server.pem")))
+                .arg(format!("--ssl-key={}", file("server.key")));
+        }
         let log = self.dir.path().join("mariadb.log");
         self.process = Some(ServerProcess::spawn("mariadbd", cmd, &log).expect("spawn mariadbd"));
         let until = Instant::now() + Duration::from_secs(30);
@@ -152,6 +174,16 @@ impl MariadbServer {
         format!(
             "mysql://lockward:{PASSWORD}@127.0.0.1:{}/lockward",
             self.port
+        )
+    }
+
+    /// The URL with `ssl-mode=VERIFY_IDENTITY&ca=…` (servers from
+    /// `start_tls`).
+    pub fn tls_url(&self) -> String {
+        format!(
+            "{}?ssl-mode=VERIFY_IDENTITY&ca={}",
+            self.url(),
+            self.dir.path().join("ca.pem").display()
         )
     }
 

@@ -13,7 +13,7 @@
 //! | `etcd://[user:pass@]h1:2379,h2:2379[?prefix=…]`, `etcds://…?ca=PATH` | an etcd v3 cluster |
 //! | `zk://[user:pass@]h1:2181,h2:2181[/chroot][?session_timeout=30s]`, `zks://…?ca=PATH` | a ZooKeeper ensemble |
 //! | `postgres://user[:pass]@host:port/db[?table=…&mode=lease\|advisory]` | PostgreSQL |
-//! | `mysql://user[:pass]@host:port/db[?table=…]`, `mariadb://` | MySQL or MariaDB |
+//! | `mysql://user[:pass]@host:port/db[?table=…&mode=lease\|named&ssl-mode=…&ca=PATH]`, `mariadb://` | MySQL or MariaDB |
 //! | `k8s://[NAMESPACE][?kubeconfig=PATH&context=NAME&prefix=…]`, `kubernetes://` | Kubernetes Leases |
 //!
 //! TLS URLs take `ca=PATH` (a PEM file of trusted roots; the system's roots
@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 pub use crate::backend::etcd::url::EtcdUrl;
 pub use crate::backend::kubernetes::url::KubernetesUrl;
-pub use crate::backend::mysql::url::MysqlUrl;
+pub use crate::backend::mysql::url::{MysqlMode, MysqlUrl, SslMode as MysqlSslMode};
 pub use crate::backend::postgres::url::{PostgresMode, PostgresUrl};
 pub use crate::backend::redis::url::RedisUrl;
 pub use crate::backend::redlock::url::RedlockUrl;

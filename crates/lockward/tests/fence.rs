@@ -115,3 +115,17 @@ async fn postgres_register() {
         .unwrap();
     check(Arc::new(r)).await;
 }
+
+#[cfg(feature = "mysql")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mysql_register() {
+    let server = lockward_testkit::MariadbServer::start();
+    let r = lockward::fence::MysqlRegister::connect(&server.url(), "resources")
+        .await
+        .unwrap();
+    check(Arc::new(r)).await;
+    assert!(matches!(
+        lockward::fence::MysqlRegister::connect(&server.url(), "x; drop").await,
+        Err(Error::InvalidArgument { .. })
+    ));
+}

@@ -3,7 +3,7 @@
 //! is counted from what the processes left behind (files, the store), never
 //! assumed.
 
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod for_update;
 mod worker;
 
@@ -204,13 +204,13 @@ impl Demo {
     /// Scenario 2: five items, twenty buyers over four processes.
     async fn inventory(&self, store: &Store) -> Vec<Row> {
         let mut rows = Vec::new();
-        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+        #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(unused_mut))]
         let mut variants = vec![("none", false), ("optimistic", true), ("lock", true)];
-        #[cfg(feature = "postgres")]
-        let pg = for_update::server(&self.url);
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = &pg {
-            match for_update::stock(pg, &self.run).await {
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        let database = for_update::server(&self.url);
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        if let Some(db) = &database {
+            match for_update::stock(db, &self.run).await {
                 Ok(()) => variants.push(("for-update", true)),
                 Err(e) => eprintln!("lockward: skipping SELECT … FOR UPDATE: {e}"),
             }
@@ -251,9 +251,9 @@ impl Demo {
                 ],
             });
         }
-        #[cfg(feature = "postgres")]
-        if let Some(pg) = &pg {
-            for_update::clean(pg, &self.run).await;
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
+        if let Some(db) = &database {
+            for_update::clean(db, &self.run).await;
         }
         rows
     }

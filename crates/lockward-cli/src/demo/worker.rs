@@ -92,14 +92,14 @@ pub async fn work(
             .map_err(|e| e.to_string())?;
         }
         // Inventory: five buyers per process.
-        #[cfg(feature = "postgres")]
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         "stock-for-update" => {
-            let pg = super::for_update::server(url).ok_or("the store is not plain PostgreSQL")?;
+            let db = super::for_update::server(url).ok_or("the store is not a plain database")?;
             let buyers: Vec<_> = (0..5)
                 .map(|_| {
-                    let (pg, run, sales) = (pg.clone(), run.to_string(), at("sales-for-update"));
+                    let (db, run, sales) = (db.clone(), run.to_string(), at("sales-for-update"));
                     tokio::spawn(async move {
-                        if super::for_update::buy(&pg, &run).await? {
+                        if super::for_update::buy(&db, &run).await? {
                             append(&sales, "sold");
                         }
                         Ok::<_, String>(())

@@ -159,6 +159,12 @@ pub fn every_store(dir: &Path) -> EveryStore {
         urls.extend([pg.url(), format!("{}?mode=advisory", pg.url())]);
         servers.push(Box::new(pg));
     }
+    #[cfg(feature = "mysql")]
+    {
+        let mysql = lockward_testkit::MariadbServer::start();
+        urls.extend([mysql.url(), format!("{}?mode=named", mysql.url())]);
+        servers.push(Box::new(mysql));
+    }
     #[cfg(feature = "kubernetes")]
     {
         let kube = lockward_testkit::KubeApiServer::start();
@@ -169,6 +175,12 @@ pub fn every_store(dir: &Path) -> EveryStore {
         urls,
         _servers: servers,
     }
+}
+
+/// Whether the store's locks live in the holder's database session
+/// (PostgreSQL advisory, MySQL named): no TTL, no forced unlock.
+pub fn session_locks(url: &str) -> bool {
+    url.contains("mode=advisory") || url.contains("mode=named")
 }
 
 /// This process's own cgroup v2 directory, or why there is none.

@@ -57,6 +57,8 @@ use async_trait::async_trait;
 use crate::error::Result;
 
 mod memory;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "redis")]
@@ -65,6 +67,8 @@ mod redis;
 mod sqlite;
 
 pub use memory::MemoryRegister;
+#[cfg(feature = "mysql")]
+pub use mysql::MysqlRegister;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresRegister;
 #[cfg(feature = "redis")]

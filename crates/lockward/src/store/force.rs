@@ -48,7 +48,7 @@ impl Store {
                 address: self.address(),
                 what: "a forced unlock",
                 why: "a lock here lives in its holder's database session; end that session \
-                      (pg_terminate_backend) to free it",
+                      (PostgreSQL: pg_terminate_backend; MySQL: KILL) to free it",
             });
         }
         if holder.name != name.as_str() {

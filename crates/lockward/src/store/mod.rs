@@ -96,8 +96,8 @@ impl Store {
                 crate::backend::postgres::connect(pg).await?,
             )),
             #[cfg(feature = "mysql")]
-            StoreUrl::Mysql(mysql) => Ok(Store::from_backend(
-                crate::backend::mysql::MysqlBackend::connect(mysql).await?,
+            StoreUrl::Mysql(mysql) => Ok(Store::from_shared(
+                crate::backend::mysql::connect(mysql).await?,
             )),
             #[cfg(feature = "kubernetes")]
             StoreUrl::Kubernetes(k8s) => Ok(Store::from_backend(

@@ -125,6 +125,52 @@ fn postgres_parts() {
 }
 
 #[test]
+fn mysql_parts() {
+    let url = StoreUrl::parse(
+        "mariadb://app:pw@db:3307/shop?mode=named&table=locks_2&ssl-mode=verify_identity&ca=/etc/ca.pem",
+    )
+    .unwrap();
+    let StoreUrl::Mysql(m) = &url else {
+        panic!("not mysql: {url:?}")
+    };
+    assert_eq!(
+        (
+            m.user.as_str(),
+            m.db.as_str(),
+            m.table.as_str(),
+            m.endpoint.port
+        ),
+        ("app", "shop", "locks_2", 3307)
+    );
+    assert_eq!(m.mode, MysqlMode::Named);
+    assert_eq!(m.ssl_mode, MysqlSslMode::VerifyIdentity);
+    assert_eq!(url.scheme(), "mysql");
+    assert_eq!(
+        url.to_string(),
+        "mysql://app:***@db:3307/shop?table=locks_2&mode=named&ssl-mode=VERIFY_IDENTITY&ca=/etc/ca.pem"
+    );
+    // The named mode keeps its rows apart by default; the port defaults.
+    let StoreUrl::Mysql(n) = StoreUrl::parse("mysql://u@db/x?mode=named").unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (n.table.as_str(), n.endpoint.port),
+        ("lockward_named", 3306)
+    );
+    for bad in [
+        "mysql://db/x",
+        "mysql://u@db",
+        "mysql://u@db/x?table=Bad",
+        "mysql://u@db/x?table=x;drop",
+        "mysql://u@db/x?mode=advisory",
+        "mysql://u@db/x?ssl-mode=PREFERRED",
+        "mysql://u@db/x?ca=/etc/ca.pem",
+    ] {
+        assert!(StoreUrl::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
 fn errors_name_the_problem() {
     for (url, needle) in [
         ("nope", "scheme"),

@@ -14,6 +14,7 @@ use crate::error::Result;
         feature = "redis-tls",
         feature = "etcd-tls",
         feature = "postgres-tls",
+        feature = "mysql",
         feature = "zookeeper-tls"
     )),
     allow(dead_code)

@@ -23,16 +23,44 @@ impl Fixture for Mysql {
     }
 }
 
-async fn fixture() -> Mysql {
-    Mysql(server().url())
+pub mod lease {
+    use super::*;
+
+    async fn fixture() -> Mysql {
+        Mysql(server().url())
+    }
+
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "mysql::lease",
+            lockward::backend::mysql::CAPABILITIES,
+            fixture,
+        );
+    }
 }
 
-/// The suite on this backend (MariaDB, lease mode).
+pub mod named {
+    use super::*;
+
+    async fn fixture() -> Mysql {
+        Mysql(format!("{}?mode=named", server().url()))
+    }
+
+    /// The suite on this set-up.
+    pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
+        crate::suite::register(
+            trials,
+            "mysql::named",
+            lockward::backend::mysql::named::CAPABILITIES,
+            fixture,
+        );
+    }
+}
+
+/// The suite on every set-up of this backend (MariaDB).
 pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
-    crate::suite::register(
-        trials,
-        "mysql::lease",
-        lockward::backend::mysql::CAPABILITIES,
-        fixture,
-    );
+    lease::register(trials);
+    named::register(trials);
 }

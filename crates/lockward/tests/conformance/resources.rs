@@ -42,5 +42,17 @@ pub async fn all() -> Vec<(&'static str, Arc<dyn FencedResource>)> {
             ),
         ));
     }
+    #[cfg(feature = "mysql")]
+    {
+        let url = crate::mysql::server().url();
+        all.push((
+            "mysql",
+            Arc::new(
+                lockward::fence::MysqlRegister::connect(&url, "resources")
+                    .await
+                    .unwrap(),
+            ),
+        ));
+    }
     all
 }

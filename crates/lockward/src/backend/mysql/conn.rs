@@ -7,7 +7,7 @@ use std::time::Duration;
 use mysql_async::prelude::{FromRow, Queryable};
 use mysql_async::{OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
 
-use super::url::MysqlUrl;
+use super::url::{MysqlUrl, SslMode};
 use crate::error::{Error, Result};
 
 /// How long one statement (with getting a connection) may take: a server
@@ -34,14 +34,15 @@ pub struct Db {
     address: String,
 }
 
-/// The driver's options for `url`.
-fn options(url: &MysqlUrl) -> OptsBuilder {
+/// The driver's options for `url`; a `ca=` file that cannot be read is the
+/// URL's fault.
+pub(super) fn options(url: &MysqlUrl) -> Result<OptsBuilder> {
     let pool = PoolOpts::default()
         .with_constraints(PoolConstraints::new(0, MAX_CONNECTIONS).expect("0 <= max"))
         // A reset per checkout is a round trip; nothing lockward does
         // leaves state in the session.
         .with_reset_connection(false);
-    OptsBuilder::default()
+    let builder = OptsBuilder::default()
         .ip_or_hostname(url.endpoint.host.clone())
         .tcp_port(url.endpoint.port)
         .user(Some(url.user.clone()))
@@ -52,7 +53,33 @@ fn options(url: &MysqlUrl) -> OptsBuilder {
         // Stay on the address given (a socket would bypass proxies).
         .prefer_socket(false)
         .tcp_nodelay(true)
-        .pool_opts(pool)
+        .pool_opts(pool);
+    Ok(builder.ssl_opts(ssl_opts(url)?))
+}
+
+/// TLS as the URL asks: the chain always verified, the name too with
+/// `VERIFY_IDENTITY`.
+fn ssl_opts(url: &MysqlUrl) -> Result<Option<mysql_async::SslOpts>> {
+    if url.ssl_mode == SslMode::Disabled {
+        return Ok(None);
+    }
+    if !cfg!(feature = "mysql-tls") {
+        return Err(Error::Unsupported {
+            scheme: "mysql".into(),
+            why: "ssl-mode needs lockward's `mysql-tls` cargo feature".into(),
+        });
+    }
+    #[cfg(feature = "mysql-tls")]
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut tls = mysql_async::SslOpts::default()
+        .with_danger_skip_domain_validation(url.ssl_mode != SslMode::VerifyIdentity);
+    if let Some(ca) = &url.ca {
+        let pem = crate::url_parts::read_file("CA", ca)?;
+        tls = tls
+            .with_root_certs(vec![pem.into()])
+            .with_disable_built_in_roots(true);
+    }
+    Ok(Some(tls))
 }
 
 /// lockward's error for a driver error. The driver never prints passwords.
@@ -80,7 +107,7 @@ impl Db {
     /// A pool on `url`'s server, checked with one connection.
     pub async fn connect(url: &MysqlUrl) -> Result<Db> {
         let db = Db {
-            pool: Pool::new(options(url)),
+            pool: Pool::new(options(url)?),
             address: url.to_string(),
         };
         db.rows::<u8>("SELECT 1", Params::Empty).await?;
@@ -148,6 +175,17 @@ impl Db {
         .await
     }
 
+    /// A connection of its own, outside the pool (for a named lock, which
+    /// belongs to the session that took it), within [`STATEMENT_TIMEOUT`].
+    pub async fn session(&self, url: &MysqlUrl) -> Result<mysql_async::Conn> {
+        let opened = tokio::time::timeout(STATEMENT_TIMEOUT, mysql_async::Conn::new(options(url)?));
+        match opened.await {
+            Err(_) => Err(self.timed_out()),
+            Ok(Err(e)) => Err(my_error(&self.address, &e)),
+            Ok(Ok(conn)) => Ok(conn),
+        }
+    }
+
     /// Runs statements without parameters, one after the other (plain text,
     /// not prepared: for the tables' definitions).
     pub async fn batch(&self, sql: &str) -> Result<()> {
@@ -165,7 +203,8 @@ pub async fn create_tables(db: &Db, t: &str) -> Result<()> {
              owner      VARCHAR(64) CHARACTER SET ascii NOT NULL,
              holder     TEXT CHARACTER SET utf8mb4 NULL,
              fence      BIGINT UNSIGNED NOT NULL,
-             expires_at DATETIME(6) NOT NULL
+             expires_at DATETIME(6) NOT NULL,
+             session    BIGINT UNSIGNED NULL
          ) ENGINE=InnoDB;
          CREATE TABLE IF NOT EXISTS {t}_records (
              record_key   VARBINARY(512) NOT NULL PRIMARY KEY,

@@ -132,8 +132,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 
 /// Lease mode.
 pub struct MysqlBackend {
-    pub(super) db: Arc<Db>,
-    pub(super) table: String,
+    db: Arc<Db>,
+    records: super::records::Records,
     sql: Sql,
 }
 
@@ -143,11 +143,11 @@ impl MysqlBackend {
     /// Cancellation: dropping the future closes the connection attempt; a
     /// table it created stays.
     pub async fn connect(url: &MysqlUrl) -> Result<Self> {
-        let db = Db::connect(url).await?;
+        let db = Arc::new(Db::connect(url).await?);
         conn::create_tables(&db, &url.table).await?;
         Ok(MysqlBackend {
-            db: Arc::new(db),
-            table: url.table.clone(),
+            records: super::records::Records::new(db.clone(), &url.table),
+            db,
             sql: Sql::new(&url.table),
         })
     }
@@ -215,6 +215,8 @@ impl LockBackend for MysqlBackend {
         Ok(rows.into_iter().map(info).collect())
     }
 }
+
+super::records::delegate_records!(MysqlBackend);
 
 /// One parameter: the name's bytes.
 pub(super) fn name_param(name: &Name) -> Params {

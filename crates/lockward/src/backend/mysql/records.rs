@@ -3,16 +3,107 @@
 //! are (see [`super::mutex`]): the expiry test and the write are one step
 //! on the locked row, `expires_at` assigned last.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mysql_async::Params;
 
-use super::conn::micros;
-use super::mutex::{name_param, MysqlBackend};
+use super::conn::{micros, Db};
+use super::mutex::{like_prefix, name_param};
 use crate::backend::{RecordBackend, Versioned};
 use crate::error::Result;
 use crate::name::Name;
+
+/// The record tables of one lock table, on its pool. Both modes keep one
+/// and hand the record seam to it (see [`delegate_records`]).
+pub(super) struct Records {
+    db: Arc<Db>,
+    table: String,
+}
+
+impl Records {
+    pub(super) fn new(db: Arc<Db>, table: &str) -> Records {
+        Records {
+            db,
+            table: table.to_string(),
+        }
+    }
+
+    fn db(&self) -> &Db {
+        &self.db
+    }
+
+    fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+/// Implements the record seam for a backend type by handing each call to
+/// its `records` field.
+macro_rules! delegate_records {
+    ($backend:ty) => {
+        #[async_trait::async_trait]
+        impl crate::backend::RecordBackend for $backend {
+            async fn insert_record(
+                &self,
+                key: &crate::name::Name,
+                value: &str,
+                ttl: std::time::Duration,
+            ) -> crate::error::Result<bool> {
+                self.records.insert_record(key, value, ttl).await
+            }
+
+            async fn put_record(
+                &self,
+                key: &crate::name::Name,
+                value: &str,
+                ttl: std::time::Duration,
+            ) -> crate::error::Result<()> {
+                self.records.put_record(key, value, ttl).await
+            }
+
+            async fn put_permanent_record(
+                &self,
+                key: &crate::name::Name,
+                value: &str,
+            ) -> crate::error::Result<()> {
+                self.records.put_permanent_record(key, value).await
+            }
+
+            async fn record(
+                &self,
+                key: &crate::name::Name,
+            ) -> crate::error::Result<Option<String>> {
+                self.records.record(key).await
+            }
+
+            async fn records(&self, prefix: &str) -> crate::error::Result<Vec<(String, String)>> {
+                self.records.records(prefix).await
+            }
+
+            async fn read_versioned(
+                &self,
+                key: &crate::name::Name,
+            ) -> crate::error::Result<Option<crate::backend::Versioned>> {
+                self.records.read_versioned(key).await
+            }
+
+            async fn write_versioned(
+                &self,
+                key: &crate::name::Name,
+                expected: u64,
+                value: &str,
+                ttl: std::time::Duration,
+            ) -> crate::error::Result<Option<u64>> {
+                self.records
+                    .write_versioned(key, expected, value, ttl)
+                    .await
+            }
+        }
+    };
+}
+pub(super) use delegate_records;
 
 /// An expiry never reached: records kept forever.
 const NEVER: &str = "9999-12-31 00:00:00";
@@ -27,9 +118,9 @@ fn record(key: &Name, value: &str, ttl: Duration) -> Params {
 }
 
 #[async_trait]
-impl RecordBackend for MysqlBackend {
+impl RecordBackend for Records {
     async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        let t = &self.table;
+        let t = self.table();
         let free = "expires_at <= UTC_TIMESTAMP(6)";
         let sql = format!(
             "INSERT INTO {t}_records (record_key, record_value, expires_at)
@@ -38,51 +129,54 @@ impl RecordBackend for MysqlBackend {
                  record_value = IF({free}, VALUES(record_value), record_value),
                  expires_at = IF({free}, VALUES(expires_at), expires_at)"
         );
-        let changed = self.db.exec(&sql, record(key, value, ttl)).await?;
+        let changed = self.db().exec(&sql, record(key, value, ttl)).await?;
         Ok(changed.rows > 0)
     }
 
     async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        let t = &self.table;
+        let t = self.table();
         let sql = format!(
             "INSERT INTO {t}_records (record_key, record_value, expires_at)
              VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)
              ON DUPLICATE KEY UPDATE record_value = VALUES(record_value),
                  expires_at = VALUES(expires_at)"
         );
-        self.db.exec(&sql, record(key, value, ttl)).await.map(drop)
+        self.db()
+            .exec(&sql, record(key, value, ttl))
+            .await
+            .map(drop)
     }
 
     async fn put_permanent_record(&self, key: &Name, value: &str) -> Result<()> {
-        let t = &self.table;
+        let t = self.table();
         let sql = format!(
             "INSERT INTO {t}_records (record_key, record_value, expires_at) VALUES (?, ?, '{NEVER}')
              ON DUPLICATE KEY UPDATE record_value = VALUES(record_value),
                  expires_at = VALUES(expires_at)"
         );
         let params = Params::Positional(vec![key.as_str().as_bytes().into(), value.into()]);
-        self.db.exec(&sql, params).await.map(drop)
+        self.db().exec(&sql, params).await.map(drop)
     }
 
     async fn record(&self, key: &Name) -> Result<Option<String>> {
-        let t = &self.table;
+        let t = self.table();
         let sql = format!(
             "SELECT record_value FROM {t}_records
              WHERE record_key = ? AND expires_at > UTC_TIMESTAMP(6)"
         );
-        let rows: Vec<String> = self.db.rows(&sql, name_param(key)).await?;
+        let rows: Vec<String> = self.db().rows(&sql, name_param(key)).await?;
         Ok(rows.into_iter().next())
     }
 
     async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        let t = &self.table;
+        let t = self.table();
         let sql = format!(
             "SELECT record_key, record_value FROM {t}_records
              WHERE record_key LIKE ? ESCAPE '|' AND expires_at > UTC_TIMESTAMP(6)
              ORDER BY record_key"
         );
-        let params = Params::Positional(vec![super::mutex::like_prefix(prefix).into()]);
-        let rows: Vec<(Vec<u8>, String)> = self.db.rows(&sql, params).await?;
+        let params = Params::Positional(vec![like_prefix(prefix).into()]);
+        let rows: Vec<(Vec<u8>, String)> = self.db().rows(&sql, params).await?;
         Ok(rows
             .into_iter()
             .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
@@ -90,12 +184,12 @@ impl RecordBackend for MysqlBackend {
     }
 
     async fn read_versioned(&self, key: &Name) -> Result<Option<Versioned>> {
-        let t = &self.table;
+        let t = self.table();
         let sql = format!(
             "SELECT record_value, version FROM {t}_versioned
              WHERE record_key = ? AND expires_at > UTC_TIMESTAMP(6)"
         );
-        let rows: Vec<(String, u64)> = self.db.rows(&sql, name_param(key)).await?;
+        let rows: Vec<(String, u64)> = self.db().rows(&sql, name_param(key)).await?;
         Ok(rows
             .into_iter()
             .next()
@@ -113,7 +207,7 @@ impl RecordBackend for MysqlBackend {
         value: &str,
         ttl: Duration,
     ) -> Result<Option<u64>> {
-        let t = &self.table;
+        let t = self.table();
         let free = "expires_at <= UTC_TIMESTAMP(6)";
         let (sql, params) = if expected == 0 {
             let sql = format!(
@@ -139,7 +233,7 @@ impl RecordBackend for MysqlBackend {
             ]);
             (sql, params)
         };
-        let changed = self.db.exec(&sql, params).await?;
+        let changed = self.db().exec(&sql, params).await?;
         Ok(match (changed.rows, changed.last_insert_id) {
             (0, _) => None,
             // Inserted: the first version.

@@ -1,20 +1,8 @@
-//! The inventory scenario's `SELECT … FOR UPDATE` variant, when the store is
-//! PostgreSQL: the stock is a row, and each buyer locks it in a
-//! transaction (the database's own answer, shown beside lockward's).
+//! The `SELECT … FOR UPDATE` variant on PostgreSQL.
 
 use std::time::Duration;
 
 use lockward::url::PostgresUrl;
-use lockward::StoreUrl;
-
-/// The PostgreSQL server of `url`, if it is one this variant can use
-/// (plain connections; TLS is left to lockward's own backend).
-pub fn server(url: &str) -> Option<PostgresUrl> {
-    match StoreUrl::parse(url).ok()? {
-        StoreUrl::Postgres(pg) if !pg.tls => Some(pg),
-        _ => None,
-    }
-}
 
 async fn connect(pg: &PostgresUrl) -> Result<tokio_postgres::Client, String> {
     let mut config = tokio_postgres::Config::new();
@@ -34,9 +22,7 @@ async fn connect(pg: &PostgresUrl) -> Result<tokio_postgres::Client, String> {
     Ok(client)
 }
 
-fn table(run: &str) -> String {
-    format!("lockward_demo_stock_{run}")
-}
+use super::table;
 
 /// Creates the stock row (5 items).
 pub async fn stock(pg: &PostgresUrl, run: &str) -> Result<(), String> {

@@ -1,0 +1,430 @@
+//! `mode=named`: the server's named locks, `GET_LOCK`.
+//!
+//! Each held lock is a named lock on a connection of its own, keyed by
+//! `lockward:` and a SHA-256 of `TABLE:NAME` (the server takes at most 64
+//! characters). The server releases it when that connection ends: a
+//! crashed holder frees its lock at once, with no TTL to wait out. The
+//! fence comes from the lock table's row for the name, raised on the
+//! holding connection once the lock is granted, so fences only grow and
+//! survive restarts as in lease mode. Waiting is the server's own queue
+//! (`GET_LOCK` with a timeout): nothing polls; a wait given up (timed out or
+//! cancelled) ends its connection, so a grant that raced the give-up is
+//! freed with it. Renewal is a round trip on the holding connection
+//! (`IS_USED_LOCK` names the session that holds the lock); when it fails,
+//! the session is gone, and `lost()` fires.
+//!
+//! Nothing frees a lock whose holder is alive but stuck: a holder paused
+//! past its TTL keeps it (its local deadline still tells it to stop).
+//!
+//! Named locks belong to a server session, so they need one: through a
+//! proxy that hands server connections to many clients between
+//! statements (ProxySQL's multiplexing, for instance) the lock may be
+//! taken on one server session and asked after on another. Connect
+//! directly, or make sure the proxy pins a connection that took a named
+//! lock to its client.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Params};
+
+use super::conn::Db;
+use super::mutex::like_prefix;
+use super::url::MysqlUrl;
+use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
+use crate::error::{Error, Result};
+use crate::lease::LockInfo;
+use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// Bound on a renewal's round trip on the holding connection.
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The first and longest pause before asking again after the server
+/// dropped during a wait.
+const OUTAGE_MIN: Duration = Duration::from_millis(20);
+const OUTAGE_MAX: Duration = Duration::from_secs(1);
+
+/// The longest a single `GET_LOCK` waits when the caller waits forever (it
+/// is asked again after).
+const LONGEST_WAIT_S: u64 = 3600;
+
+/// The server's name for the named lock of `$1` (`TABLE:NAME`).
+const KEY: &str = "CONCAT('lockward:', LEFT(SHA2(?, 256), 52))";
+
+/// What NamedBackend guarantees, known without a connection (its
+/// `capabilities()` returns this).
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: false,
+    pushed_wakeups: true,
+    server_detects_loss: true,
+    server_clock: false,
+    expires: false,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+    permanent_records: true,
+    native_rw_lock: false,
+};
+
+/// Named mode.
+pub struct NamedBackend {
+    url: MysqlUrl,
+    db: Arc<Db>,
+    records: super::records::Records,
+    table: String,
+    /// The connection holding each of this store's locks.
+    held: Mutex<HashMap<(Name, OwnerId), Conn>>,
+    /// Connections to reuse for the next lock (holding nothing).
+    idle: Mutex<Vec<Conn>>,
+}
+
+/// A connection waiting in the server's queue; ended if the wait is given
+/// up, so the server takes it out of the queue (and frees a lock granted
+/// at that very moment).
+struct Waiting {
+    conn: Option<Conn>,
+    db: Arc<Db>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else { return };
+        let (db, id) = (self.db.clone(), conn.id());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                // Its own session cannot be asked while it waits: another
+                // one ends it.
+                let _ = db.exec("KILL ?", Params::Positional(vec![id.into()])).await;
+                drop(conn);
+            });
+        }
+    }
+}
+
+impl NamedBackend {
+    /// Connects and creates the tables if needed.
+    ///
+    /// Cancellation: dropping the future gives up the connection; a table
+    /// it created stays.
+    pub async fn connect(url: &MysqlUrl) -> Result<Self> {
+        let db = Arc::new(Db::connect(url).await?);
+        super::conn::create_tables(&db, &url.table).await?;
+        Ok(NamedBackend {
+            url: url.clone(),
+            records: super::records::Records::new(db.clone(), &url.table),
+            db,
+            table: url.table.clone(),
+            held: Mutex::new(HashMap::new()),
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Conn>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A session for the next lock: an idle one (`true`: it may have died
+    /// since, with a server restart) or a new one.
+    async fn session(&self) -> Result<(Conn, bool)> {
+        let reusable = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        match reusable {
+            Some(conn) => Ok((conn, true)),
+            None => Ok((self.db.session(&self.url).await?, false)),
+        }
+    }
+
+    fn put_back(&self, conn: Conn) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(conn);
+    }
+
+    /// `TABLE:NAME`, which the server hashes into the lock's key.
+    fn key(&self, name: &Name) -> Vec<u8> {
+        format!("{}:{}", self.table, name.as_str()).into_bytes()
+    }
+
+    fn error(&self, e: &mysql_async::Error) -> Error {
+        super::conn::my_error(self.db.address(), e)
+    }
+
+    /// Asks for the lock on `conn`, waiting up to `wait_s` seconds (0: a
+    /// try). `true` when granted.
+    async fn get_lock(&self, conn: &mut Conn, name: &Name, wait_s: u64) -> Result<bool> {
+        let sql = format!("SELECT GET_LOCK({KEY}, ?)");
+        let got: Option<Option<i64>> = conn
+            .exec_first(
+                sql,
+                Params::Positional(vec![self.key(name).into(), wait_s.into()]),
+            )
+            .await
+            .map_err(|e| self.error(&e))?;
+        Ok(got.flatten() == Some(1))
+    }
+
+    /// With the lock held on `conn`: raises the name's fence and records
+    /// the holder; keeps `conn` as the holding session.
+    async fn record(&self, req: &Request<'_>, mut conn: Conn) -> Result<u64> {
+        let t = &self.table;
+        let sql = format!(
+            "INSERT INTO {t} (name, owner, holder, fence, expires_at, session)
+             VALUES (?, ?, ?, LAST_INSERT_ID(1), '9999-12-31', CONNECTION_ID())
+             ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), owner = VALUES(owner),
+                 holder = VALUES(holder), expires_at = VALUES(expires_at), session = VALUES(session)"
+        );
+        let params = Params::Positional(vec![
+            req.name.as_str().as_bytes().into(),
+            req.owner.to_string().into(),
+            req.label.into(),
+        ]);
+        if let Err(e) = conn.exec_drop(sql, params).await {
+            // The lock goes with the session.
+            drop(conn);
+            return Err(self.error(&e));
+        }
+        let fence = match (conn.affected_rows(), conn.last_insert_id()) {
+            (1, _) => 1,
+            (_, Some(fence)) => fence,
+            (_, None) => {
+                return Err(Error::Protocol {
+                    address: self.db.address().to_string(),
+                    message: "the fence was not returned".into(),
+                })
+            }
+        };
+        self.held().insert((req.name.clone(), req.owner), conn);
+        Ok(fence)
+    }
+
+    /// One stay in the server's queue, on one session; `reached` is set
+    /// once a new session answered (an idle one may have died idle: it is
+    /// replaced without a word).
+    async fn wait_in_queue(
+        &self,
+        req: &Request<'_>,
+        deadline: Option<Instant>,
+        reached: &mut bool,
+    ) -> Result<Option<Grant>> {
+        let (conn, mut reused) = self.session().await?;
+        let mut waiting = Waiting {
+            conn: Some(conn),
+            db: self.db.clone(),
+        };
+        *reached |= !reused;
+        loop {
+            let started = Instant::now();
+            let left = deadline.map(|d| d.saturating_duration_since(started));
+            if left.is_some_and(|l| l.is_zero()) {
+                let conn = waiting.conn.take().expect("still ours");
+                self.put_back(conn);
+                return Ok(None);
+            }
+            // Whole seconds on the server, the exact deadline here: a wait
+            // cut short ends its connection (see `Waiting`).
+            let wait_s = left.map_or(LONGEST_WAIT_S, |l| l.as_secs_f64().ceil() as u64);
+            let conn = waiting.conn.as_mut().expect("still ours");
+            let asked = self.get_lock(conn, req.name, wait_s);
+            let got = match deadline {
+                Some(d) => match tokio::time::timeout_at(d.into(), asked).await {
+                    Ok(got) => got,
+                    Err(_) => return Ok(None),
+                },
+                None => asked.await,
+            };
+            match got {
+                Ok(true) => {
+                    let conn = waiting.conn.take().expect("still ours");
+                    let fence = self.record(req, conn).await?;
+                    // No server-side TTL: the local deadline counts from the grant.
+                    return Ok(Some(Grant { fence, started }));
+                }
+                Ok(false) => {}
+                Err(Error::Unavailable { .. }) if reused => {
+                    // Dead: nothing to end. The next session is new.
+                    drop(waiting.conn.take());
+                    waiting.conn = Some(self.db.session(&self.url).await?);
+                    reused = false;
+                    *reached = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl LockBackend for NamedBackend {
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    fn address(&self) -> String {
+        self.db.address().to_string()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        loop {
+            let (conn, reused) = self.session().await?;
+            let mut waiting = Waiting {
+                conn: Some(conn),
+                db: self.db.clone(),
+            };
+            let conn = waiting.conn.as_mut().expect("just set");
+            let got = self.get_lock(conn, req.name, 0).await;
+            let conn = waiting.conn.take().expect("still ours");
+            return match got {
+                Ok(true) => Ok(Attempt::Granted {
+                    fence: self.record(req, conn).await?,
+                }),
+                Ok(false) => {
+                    self.put_back(conn);
+                    Ok(Attempt::Held { expires_in: None })
+                }
+                // An idle session that died: whatever it held went with it.
+                Err(Error::Unavailable { .. }) if reused => continue,
+                Err(e) => Err(e),
+            };
+        }
+    }
+
+    /// Waits in the server's queue; a server that drops while we wait (a
+    /// restart) is waited out, up to the deadline, on a new session.
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        let mut reached = false;
+        let mut pause = OUTAGE_MIN;
+        loop {
+            match self.wait_in_queue(req, deadline, &mut reached).await {
+                Err(e @ Error::Unavailable { .. }) if reached => {
+                    tracing::warn!(name = %req.name, error = %e, "store unavailable while waiting; retrying");
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        return Ok(None);
+                    }
+                    let wake = deadline.map_or(now + pause, |d| d.min(now + pause));
+                    tokio::time::sleep_until(wake.into()).await;
+                    pause = (pause * 2).min(OUTAGE_MAX);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn extend(&self, name: &Name, owner: OwnerId, _ttl: Duration) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        let Some(mut conn) = self.held().remove(&(name.clone(), owner)) else {
+            return Err(not_owner());
+        };
+        let sql = format!("SELECT IS_USED_LOCK({KEY}) = CONNECTION_ID()");
+        let asked = conn
+            .exec_first::<Option<i64>, _, _>(sql, Params::Positional(vec![self.key(name).into()]));
+        match tokio::time::timeout(PING_TIMEOUT, asked).await {
+            Ok(Ok(Some(Some(1)))) => {
+                self.held().insert((name.clone(), owner), conn);
+                Ok(())
+            }
+            // Answered, by a session that does not hold it.
+            Ok(Ok(_)) => Err(not_owner()),
+            // The session is gone, and the lock with it.
+            Ok(Err(e)) if e.is_fatal() => Err(not_owner()),
+            Ok(Err(e)) => {
+                self.held().insert((name.clone(), owner), conn);
+                Err(self.error(&e))
+            }
+            Err(_) => {
+                // Unsure whether it still holds: dropping the session would
+                // free a lock that may still be ours, so it is kept.
+                self.held().insert((name.clone(), owner), conn);
+                Err(Error::Unavailable {
+                    address: self.db.address().to_string(),
+                    message: format!("the holding session did not answer within {PING_TIMEOUT:?}"),
+                })
+            }
+        }
+    }
+
+    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        let Some(mut conn) = self.held().remove(&(name.clone(), owner)) else {
+            return Err(not_owner());
+        };
+        // The row first, while the lock still keeps the next holder out.
+        let clear = format!(
+            "UPDATE {} SET owner = '', holder = NULL, session = NULL, expires_at = '1970-01-01'
+             WHERE name = ? AND owner = ?",
+            self.table
+        );
+        let cleared = conn
+            .exec_drop(
+                clear,
+                Params::Positional(vec![
+                    name.as_str().as_bytes().into(),
+                    owner.to_string().into(),
+                ]),
+            )
+            .await;
+        let released = match cleared {
+            Ok(()) => {
+                let sql = format!("SELECT RELEASE_LOCK({KEY})");
+                conn.exec_first::<Option<i64>, _, _>(
+                    sql,
+                    Params::Positional(vec![self.key(name).into()]),
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
+        match released {
+            Ok(Some(Some(1))) => {
+                self.put_back(conn);
+                Ok(())
+            }
+            Ok(_) => Err(not_owner()),
+            Err(e) if e.is_fatal() => Err(not_owner()),
+            // Ending the session frees the lock whatever went wrong.
+            Err(e) => Err(self.error(&e)),
+        }
+    }
+
+    async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let held = self.list(name.as_str()).await?;
+        Ok(held.into_iter().find(|i| i.name == name.as_str()))
+    }
+
+    /// Rows whose session still holds the name's lock.
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let t = &self.table;
+        let sql = format!(
+            "SELECT name, owner, holder, fence FROM {t}
+             WHERE name LIKE ? ESCAPE '|' AND owner <> ''
+                 AND IS_USED_LOCK(CONCAT('lockward:', LEFT(SHA2(CONCAT(?, name), 256), 52))) = session
+             ORDER BY name"
+        );
+        let params = Params::Positional(vec![
+            like_prefix(prefix).into(),
+            format!("{t}:").into_bytes().into(),
+        ]);
+        let rows: Vec<(Vec<u8>, String, Option<String>, u64)> = self.db.rows(&sql, params).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, owner, holder, fence)| LockInfo {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                owner,
+                holder,
+                fence: Some(fence),
+                expires_in: None,
+                waiters: None,
+            })
+            .collect())
+    }
+}
+
+super::records::delegate_records!(NamedBackend);
