@@ -27,7 +27,7 @@ packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-comp
   prometheus tmux)
 commands=(redis-server redis-cli redis-benchmark openssl etcd etcdctl protoc java javac faketime prometheus tmux
   mariadb-install-db mariadb-admin mariadb)
-files=(/usr/sbin/mariadbd /usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar /usr/share/java/netty-handler.jar
+files=(/usr/sbin/mariadbd /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 /usr/include/google/protobuf/descriptor.proto /usr/share/java/zookeeper.jar /usr/share/java/netty-handler.jar
   /usr/share/java/curator-recipes.jar /usr/share/java/slf4j-simple.jar)
 
 missing=()

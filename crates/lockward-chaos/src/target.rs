@@ -40,7 +40,7 @@ pub enum FaultKind {
     /// Nothing through the proxy, connections left open.
     Blackhole,
     /// The server restarted with its clock jumped forward or back
-    /// (libfaketime): PostgreSQL's lease expiry runs on it.
+    /// (libfaketime): the lease expiry of PostgreSQL and MySQL runs on it.
     ClockJump,
     /// The cluster's leader killed with kill -9 and restarted.
     KillLeader,
@@ -111,9 +111,9 @@ impl Target {
         ];
         let own: &[FaultKind] = match name {
             // k8s: kube-apiserver killed; its etcd keeps every Lease.
-            "redis" | "redis-persistent" | "mysql" | "k8s" => &[FaultKind::KillServer],
-            // The lease backend times expiry by the server's clock.
-            "postgres" => &[FaultKind::KillServer, FaultKind::ClockJump],
+            "redis" | "redis-persistent" | "k8s" => &[FaultKind::KillServer],
+            // The lease backends time expiry by the server's clock.
+            "postgres" | "mysql" => &[FaultKind::KillServer, FaultKind::ClockJump],
             "redlock" => &[FaultKind::KillMinority],
             "etcd" | "zookeeper" => &[FaultKind::KillLeader],
             // Embedded: nothing between the clients and the file.
@@ -276,10 +276,15 @@ impl Target {
                 // (only fences protect then); back again: leases last longer.
                 self.clock_offset = if self.clock_offset == 0 { 3 } else { 0 };
                 let spec = format!("{:+}s", self.clock_offset);
-                if let Servers::Postgres(pg) = &mut self.servers {
-                    let pg: &mut PostgresServer = pg;
-                    let clock = (self.clock_offset != 0).then_some(spec.as_str());
-                    tokio::task::block_in_place(|| pg.restart_with_clock(clock));
+                let clock = (self.clock_offset != 0).then_some(spec.as_str());
+                match &mut self.servers {
+                    Servers::Postgres(pg) => {
+                        tokio::task::block_in_place(|| pg.restart_with_clock(clock))
+                    }
+                    Servers::Mariadb(db) => {
+                        tokio::task::block_in_place(|| db.restart_with_clock(clock))
+                    }
+                    _ => {}
                 }
                 tokio::time::sleep(hold).await;
                 format!(
@@ -420,14 +425,16 @@ impl Target {
 
     /// The server's clock minus the host's wall clock, in seconds.
     fn server_skew(&self) -> Option<i64> {
-        let Servers::Postgres(pg) = &self.servers else {
-            return None;
-        };
-        let server: i64 = pg
-            .psql("SELECT extract(epoch from clock_timestamp())::bigint")
-            .trim()
-            .parse()
-            .ok()?;
+        let server: i64 = match &self.servers {
+            Servers::Postgres(pg) => {
+                pg.psql("SELECT extract(epoch from clock_timestamp())::bigint")
+            }
+            Servers::Mariadb(db) => db.sql("SELECT UNIX_TIMESTAMP()"),
+            _ => return None,
+        }
+        .trim()
+        .parse()
+        .ok()?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .ok()?

@@ -13,8 +13,8 @@ use std::path::Path;
 use std::process::Command;
 
 use lockward_testkit::{
-    EtcdCluster, KubeApiServer, PostgresServer, RedisCluster, RedisMasters, RedisOptions,
-    RedisServer, ZookeeperEnsemble,
+    EtcdCluster, KubeApiServer, MariadbServer, PostgresServer, RedisCluster, RedisMasters,
+    RedisOptions, RedisServer, ZookeeperEnsemble,
 };
 use serde_json::Value;
 
@@ -103,6 +103,11 @@ fn main() {
             format!("{}?mode=advisory", pg.url()),
             10_000,
         );
+    }
+    if wanted("mysql") || wanted("mysql-named") {
+        let db = MariadbServer::start_durable();
+        bench("mysql", db.url(), 10_000);
+        bench("mysql-named", format!("{}?mode=named", db.url()), 10_000);
     }
     if wanted("k8s") {
         let kube = KubeApiServer::start();

@@ -6,6 +6,8 @@
 //!
 //! A missing server binary is an error that names the install script.
 
+use std::process::Command;
+
 pub mod certs;
 pub mod etcd;
 pub mod kube;
@@ -42,6 +44,25 @@ pub fn require_binary(binary: &str) -> std::path::PathBuf {
                 "`{binary}` is not installed; run {INSTALL_SCRIPT} (it installs every test server from Debian's packages)"
             )
         })
+}
+
+/// Where Debian's `faketime` package keeps the library it preloads.
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// `program` with its clock shifted by `spec` (libfaketime's `+5s`) when
+/// there is one. The library is preloaded into the program's own process:
+/// the `faketime` command would fork and wait, so a kill -9 of the pid we
+/// hold would leave the server running.
+pub fn clocked_command(program: impl AsRef<std::ffi::OsStr>, spec: Option<&str>) -> Command {
+    let mut cmd = Command::new(program);
+    if let Some(spec) = spec {
+        assert!(
+            std::path::Path::new(LIBFAKETIME).is_file(),
+            "libfaketime is not installed; run {INSTALL_SCRIPT} (it installs every test server from Debian's packages)"
+        );
+        cmd.env("LD_PRELOAD", LIBFAKETIME).env("FAKETIME", spec);
+    }
+    cmd
 }
 
 /// CPU time (user + system) process `pid` has used so far, from

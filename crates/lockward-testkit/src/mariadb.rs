@@ -1,8 +1,10 @@
 //! MariaDB on a free loopback port: `mariadb-install-db` into a temporary
-//! folder owned by the `mysql` user, then `mariadbd` (which drops to that
-//! user). Tests connect over TCP as `lockward` with a password, so they can
+//! folder owned by the `mysql` user, then `mariadbd` started as that user
+//! (not dropping to it itself: a process that changes its user loses the
+//! signal that kills it with the test process). Tests connect over TCP as `lockward` with a password, so they can
 //! check a wrong one; the helper `sql` goes over the local socket as root.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -16,10 +18,14 @@ pub const PASSWORD: &str = "lockward-test-secret";
 pub struct MariadbServer {
     dir: tempfile::TempDir,
     port: u16,
+    uid: u32,
+    gid: u32,
     /// Every commit flushed to disk, as in production (slower).
     durable: bool,
     /// Serving TLS with a throwaway CA (`ca.pem` in the folder).
     tls: bool,
+    /// A libfaketime spec (`+5s`) the server runs under, if any.
+    clock: Option<String>,
     process: Option<ServerProcess>,
 }
 
@@ -70,11 +76,18 @@ impl MariadbServer {
         require_binary("mariadb-admin");
         let (uid, gid) = mysql_user();
         let dir = tempfile::tempdir().expect("temp dir for mariadb");
-        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown the data folder");
+        // A temporary folder of its own: servers bootstrapping at once in
+        // the shared /tmp trip over each other's temporary tables.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).expect("a temporary folder for mariadb");
+        for owned in [dir.path(), tmp.as_path()] {
+            std::os::unix::fs::chown(owned, Some(uid), Some(gid)).expect("chown the data folder");
+        }
         let out = Command::new(install)
             .args(["--no-defaults", "--user=mysql", "--skip-test-db"])
             .arg("--auth-root-authentication-method=normal")
             .arg(format!("--datadir={}", dir.path().join("data").display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!(
                 "--basedir={}",
                 binary
@@ -101,8 +114,11 @@ impl MariadbServer {
         let mut server = MariadbServer {
             dir,
             port: 0,
+            uid,
+            gid,
             durable,
             tls,
+            clock: None,
             process: None,
         };
         for _ in 0..5 {
@@ -124,12 +140,16 @@ impl MariadbServer {
     }
 
     fn launch(&mut self) -> bool {
-        let mut cmd = Command::new(server_binary());
+        let mut cmd = crate::clocked_command(server_binary(), self.clock.as_deref());
         let flush = if self.durable { "1" } else { "2" };
-        cmd.args(["--no-defaults", "--user=mysql"])
+        cmd.arg("--no-defaults")
             .arg(format!(
                 "--datadir={}",
                 self.dir.path().join("data").display()
+            ))
+            .arg(format!(
+                "--tmpdir={}",
+                self.dir.path().join("tmp").display()
             ))
             .arg(format!("--port={}", self.port))
             .arg("--bind-address=127.0.0.1")
@@ -147,6 +167,7 @@ impl MariadbServer {
                 .arg(format!("--ssl-cert={}", file("server.pem")))
                 .arg(format!("--ssl-key={}", file("server.key")));
         }
+        cmd.uid(self.uid).gid(self.gid);
         let log = self.dir.path().join("mariadb.log");
         self.process = Some(ServerProcess::spawn("mariadbd", cmd, &log).expect("spawn mariadbd"));
         let until = Instant::now() + Duration::from_secs(30);
@@ -219,6 +240,13 @@ impl MariadbServer {
             std::thread::sleep(Duration::from_millis(250));
         }
         panic!("mariadbd did not restart; log:\n{}", self.log());
+    }
+
+    /// kill -9, then starts it again with its clock shifted by `spec`
+    /// (libfaketime's `+5s`; `None` for the host's clock): a clock jump.
+    pub fn restart_with_clock(&mut self, spec: Option<&str>) {
+        self.clock = spec.map(str::to_string);
+        self.restart();
     }
 
     /// The server's pid, while it runs.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::{free_port, require_binary, ServerProcess, INSTALL_SCRIPT};
+use crate::{free_port, ServerProcess, INSTALL_SCRIPT};
 
 /// The password of the `postgres` role in test servers.
 pub const PASSWORD: &str = "lockward-test-secret";
@@ -131,15 +131,7 @@ impl PostgresServer {
     }
 
     fn launch(&mut self) -> bool {
-        let mut cmd = match &self.clock {
-            Some(spec) => {
-                require_binary("faketime");
-                let mut c = Command::new("faketime");
-                c.args(["-f", spec]).arg(self.bin.join("postgres"));
-                c
-            }
-            None => Command::new(self.bin.join("postgres")),
-        };
+        let mut cmd = crate::clocked_command(self.bin.join("postgres"), self.clock.as_deref());
         cmd.arg("-D")
             .arg(self.dir.path().join("data"))
             .args(["-p", &self.port.to_string()])

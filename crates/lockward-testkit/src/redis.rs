@@ -67,15 +67,7 @@ impl RedisServer {
     }
 
     fn launch(&mut self) -> bool {
-        let mut cmd = match &self.clock {
-            Some(spec) => {
-                require_binary("faketime");
-                let mut c = Command::new("faketime");
-                c.args(["-f", spec, "redis-server"]);
-                c
-            }
-            None => Command::new("redis-server"),
-        };
+        let mut cmd = crate::clocked_command("redis-server", self.clock.as_deref());
         cmd.current_dir(self.dir.path());
         if self.options.tls {
             let d = self.dir.path();
