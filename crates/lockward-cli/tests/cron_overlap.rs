@@ -12,8 +12,10 @@ use std::time::Duration;
 use common::{lockward, KillOnDrop};
 
 /// Writes `start NS` and `end NS` lines (one pair per execution, the end
-/// also when it is stopped) to `DIR/runs`.
-const JOB: &str = r#"echo "$LOCKWARD_FIRE_TIME start $(date +%s%N)" >> "$1/runs"; trap 'echo "$LOCKWARD_FIRE_TIME end $(date +%s%N)" >> "$1/runs"; exit 0' TERM; sleep 2.5 & wait; echo "$LOCKWARD_FIRE_TIME end $(date +%s%N)" >> "$1/runs""#;
+/// also when it is stopped) to `DIR/runs`. Bash's own clock, expanded in
+/// place, not `date`: a process the trap starts while the tree is being
+/// stopped is stopped too, and its time would be lost.
+const JOB: &str = r#"echo "$LOCKWARD_FIRE_TIME start ${EPOCHREALTIME/./}000" >> "$1/runs"; trap 'echo "$LOCKWARD_FIRE_TIME end ${EPOCHREALTIME/./}000" >> "$1/runs"; exit 0' TERM; sleep 2.5 & wait; echo "$LOCKWARD_FIRE_TIME end ${EPOCHREALTIME/./}000" >> "$1/runs""#;
 
 /// Runs 3 instances with `overlap` for 7 s; each execution's (start, end)
 /// in ns, by start, and the ledger's rows.
@@ -29,7 +31,7 @@ fn three_instances(
                 Command::new(lockward())
                     .args(["--store", store, "cron", &job, "* * * * * *"])
                     .args(["--overlap", overlap, "--lock-at-most", "20s", "--"])
-                    .args(["sh", "-c", JOB, "sh"])
+                    .args(["bash", "-c", JOB, "bash"])
                     .arg(dir)
                     .stderr(Stdio::null())
                     .spawn()
