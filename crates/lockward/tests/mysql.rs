@@ -172,3 +172,63 @@ async fn an_ended_session_passes_its_named_lock_on_at_once() {
     );
     b.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_in_lease_mode_queue_in_the_server_and_one_polls() {
+    let server = MariadbServer::start();
+    let store = Store::open(&server.url()).await.unwrap();
+    let holder = store.acquire("hot", &LockOptions::new()).await.unwrap();
+    // A store each, as separate processes would have (one store's own
+    // waiters queue in the process, and only the first reaches the server).
+    let mut stores = Vec::new();
+    for _ in 0..5 {
+        stores.push(Store::open(&server.url()).await.unwrap());
+    }
+    let waiters: Vec<_> = stores
+        .into_iter()
+        .map(|store| {
+            tokio::spawn(async move {
+                let g = store
+                    .acquire("hot", &LockOptions::new().wait(Duration::from_secs(20)))
+                    .await
+                    .unwrap();
+                let (fence, got) = (g.fence(), Instant::now());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                g.release().await.unwrap();
+                (fence, got)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Four wait for the baton in the server; the fifth has it and polls.
+    let queued =
+        server.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'");
+    assert_eq!(
+        queued,
+        "4",
+        "{}",
+        server.sql("SELECT ID, COMMAND, STATE, INFO FROM information_schema.PROCESSLIST")
+    );
+    let released = Instant::now();
+    holder.release().await.unwrap();
+    let mut grants = Vec::new();
+    for w in waiters {
+        grants.push(w.await.unwrap());
+    }
+    grants.sort();
+    assert!(grants.windows(2).all(|w| w[0].0 < w[1].0), "{grants:?}");
+    // After the first (polled), each handoff is the server's: the next
+    // waiter is woken by the baton, not by its next poll.
+    let gaps: Vec<Duration> = grants
+        .windows(2)
+        .map(|w| w[1].1.duration_since(w[0].1))
+        .collect();
+    eprintln!(
+        "first grant {:?} after the release; gaps between holders {gaps:?}",
+        grants[0].1.duration_since(released)
+    );
+    assert!(
+        gaps.iter().all(|g| *g < Duration::from_millis(200)),
+        "{gaps:?}"
+    );
+}

@@ -7,17 +7,17 @@ use super::{Attempt, Grant, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
 
 /// First polling interval when the store cannot push notifications.
-const POLL_MIN: Duration = Duration::from_millis(1);
+pub(crate) const POLL_MIN: Duration = Duration::from_millis(1);
 /// Longest polling interval.
-const POLL_MAX: Duration = Duration::from_millis(50);
+pub(crate) const POLL_MAX: Duration = Duration::from_millis(50);
 /// With pushed wake-ups, re-check at least this often anyway, in case a
 /// notification was lost with a connection.
 const PUSHED_SAFETY_NET: Duration = Duration::from_secs(2);
 /// Retry interval while the store is unreachable during a wait.
-const OUTAGE_MIN: Duration = Duration::from_millis(20);
-const OUTAGE_MAX: Duration = Duration::from_secs(1);
+pub(crate) const OUTAGE_MIN: Duration = Duration::from_millis(20);
+pub(crate) const OUTAGE_MAX: Duration = Duration::from_secs(1);
 /// Re-check slightly after the holder's expiry, not exactly at it.
-const EXPIRY_MARGIN: Duration = Duration::from_millis(1);
+pub(crate) const EXPIRY_MARGIN: Duration = Duration::from_millis(1);
 
 /// Exponential backoff with jitter: each delay is drawn from the upper half
 /// of a doubling range, so pollers spread out without waiting much longer.

@@ -9,6 +9,8 @@
 //! connection of its own; see [`named`].
 
 #[cfg(feature = "mysql")]
+mod baton;
+#[cfg(feature = "mysql")]
 pub(crate) mod conn;
 #[cfg(feature = "mysql")]
 pub(crate) mod doctor;
@@ -18,6 +20,8 @@ pub mod mutex;
 pub mod named;
 #[cfg(feature = "mysql")]
 mod records;
+#[cfg(feature = "mysql")]
+mod sessions;
 #[cfg(feature = "mysql")]
 pub mod side;
 pub mod url;

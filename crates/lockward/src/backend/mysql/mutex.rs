@@ -27,17 +27,17 @@
 //!   fences only grow, and InnoDB keeps them across a restart.
 //!
 //! Release and extend are owner-checked updates of the live row. Waiters
-//! poll (MySQL pushes nothing) and re-check at the holder's expiry.
+//! take turns through a baton the server hands on (see [`super::baton`]).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mysql_async::Params;
 
 use super::conn::{self, micros, remaining, Db};
 use super::url::MysqlUrl;
-use crate::backend::{Attempt, Capabilities, LockBackend, Request};
+use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -134,6 +134,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 pub struct MysqlBackend {
     db: Arc<Db>,
     records: super::records::Records,
+    batons: super::baton::Batons,
     sql: Sql,
 }
 
@@ -147,6 +148,10 @@ impl MysqlBackend {
         conn::create_tables(&db, &url.table).await?;
         Ok(MysqlBackend {
             records: super::records::Records::new(db.clone(), &url.table),
+            batons: super::baton::Batons::new(
+                super::sessions::Sessions::new(url, db.clone()),
+                &url.table,
+            ),
             db,
             sql: Sql::new(&url.table),
         })
@@ -185,6 +190,13 @@ impl LockBackend for MysqlBackend {
         })
     }
 
+    async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        if let Some(over) = crate::backend::wait::first_attempt(self, req, deadline).await? {
+            return Ok(over);
+        }
+        self.batons.wait(self, req, deadline).await
+    }
+
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
         let params = Params::Positional(vec![
             micros(ttl).into(),
@@ -200,8 +212,10 @@ impl LockBackend for MysqlBackend {
             name.as_str().as_bytes().into(),
             owner.to_string().into(),
         ]);
-        let changed = self.db.exec(&self.sql.release, params).await?;
-        crate::backend::owner_checked(name, changed.rows)
+        let changed = self.db.exec(&self.sql.release, params).await;
+        // After the row, so that the next waiter finds it free.
+        self.batons.pass(name, owner).await;
+        crate::backend::owner_checked(name, changed?.rows)
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {

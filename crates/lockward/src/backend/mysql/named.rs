@@ -33,7 +33,9 @@ use mysql_async::{Conn, Params};
 
 use super::conn::Db;
 use super::mutex::like_prefix;
+use super::sessions::Sessions;
 use super::url::MysqlUrl;
+use crate::backend::wait::{OUTAGE_MAX, OUTAGE_MIN};
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
@@ -43,17 +45,9 @@ use crate::owner::OwnerId;
 /// Bound on a renewal's round trip on the holding connection.
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The first and longest pause before asking again after the server
-/// dropped during a wait.
-const OUTAGE_MIN: Duration = Duration::from_millis(20);
-const OUTAGE_MAX: Duration = Duration::from_secs(1);
-
 /// The longest a single `GET_LOCK` waits when the caller waits forever (it
 /// is asked again after).
 const LONGEST_WAIT_S: u64 = 3600;
-
-/// The server's name for the named lock of `$1` (`TABLE:NAME`).
-const KEY: &str = "CONCAT('lockward:', LEFT(SHA2(?, 256), 52))";
 
 /// What NamedBackend guarantees, known without a connection (its
 /// `capabilities()` returns this).
@@ -72,37 +66,12 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 
 /// Named mode.
 pub struct NamedBackend {
-    url: MysqlUrl,
     db: Arc<Db>,
     records: super::records::Records,
+    sessions: Sessions,
     table: String,
-    /// The connection holding each of this store's locks.
+    /// The session holding each of this store's locks.
     held: Mutex<HashMap<(Name, OwnerId), Conn>>,
-    /// Connections to reuse for the next lock (holding nothing).
-    idle: Mutex<Vec<Conn>>,
-}
-
-/// A connection waiting in the server's queue; ended if the wait is given
-/// up, so the server takes it out of the queue (and frees a lock granted
-/// at that very moment).
-struct Waiting {
-    conn: Option<Conn>,
-    db: Arc<Db>,
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        let Some(conn) = self.conn.take() else { return };
-        let (db, id) = (self.db.clone(), conn.id());
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                // Its own session cannot be asked while it waits: another
-                // one ends it.
-                let _ = db.exec("KILL ?", Params::Positional(vec![id.into()])).await;
-                drop(conn);
-            });
-        }
-    }
 }
 
 impl NamedBackend {
@@ -114,34 +83,16 @@ impl NamedBackend {
         let db = Arc::new(Db::connect(url).await?);
         super::conn::create_tables(&db, &url.table).await?;
         Ok(NamedBackend {
-            url: url.clone(),
             records: super::records::Records::new(db.clone(), &url.table),
+            sessions: Sessions::new(url, db.clone()),
             db,
             table: url.table.clone(),
             held: Mutex::new(HashMap::new()),
-            idle: Mutex::new(Vec::new()),
         })
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Conn>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A session for the next lock: an idle one (`true`: it may have died
-    /// since, with a server restart) or a new one.
-    async fn session(&self) -> Result<(Conn, bool)> {
-        let reusable = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        match reusable {
-            Some(conn) => Ok((conn, true)),
-            None => Ok((self.db.session(&self.url).await?, false)),
-        }
-    }
-
-    fn put_back(&self, conn: Conn) {
-        self.idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(conn);
     }
 
     /// `TABLE:NAME`, which the server hashes into the lock's key.
@@ -151,20 +102,6 @@ impl NamedBackend {
 
     fn error(&self, e: &mysql_async::Error) -> Error {
         super::conn::my_error(self.db.address(), e)
-    }
-
-    /// Asks for the lock on `conn`, waiting up to `wait_s` seconds (0: a
-    /// try). `true` when granted.
-    async fn get_lock(&self, conn: &mut Conn, name: &Name, wait_s: u64) -> Result<bool> {
-        let sql = format!("SELECT GET_LOCK({KEY}, ?)");
-        let got: Option<Option<i64>> = conn
-            .exec_first(
-                sql,
-                Params::Positional(vec![self.key(name).into(), wait_s.into()]),
-            )
-            .await
-            .map_err(|e| self.error(&e))?;
-        Ok(got.flatten() == Some(1))
     }
 
     /// With the lock held on `conn`: raises the name's fence and records
@@ -210,25 +147,21 @@ impl NamedBackend {
         deadline: Option<Instant>,
         reached: &mut bool,
     ) -> Result<Option<Grant>> {
-        let (conn, mut reused) = self.session().await?;
-        let mut waiting = Waiting {
-            conn: Some(conn),
-            db: self.db.clone(),
-        };
+        let (conn, mut reused) = self.sessions.take().await?;
+        let mut waiting = self.sessions.waiting(conn);
         *reached |= !reused;
+        let key = self.key(req.name);
         loop {
             let started = Instant::now();
             let left = deadline.map(|d| d.saturating_duration_since(started));
             if left.is_some_and(|l| l.is_zero()) {
-                let conn = waiting.conn.take().expect("still ours");
-                self.put_back(conn);
+                self.sessions.put_back(waiting.take());
                 return Ok(None);
             }
             // Whole seconds on the server, the exact deadline here: a wait
-            // cut short ends its connection (see `Waiting`).
+            // cut short ends its session (see `Waiting`).
             let wait_s = left.map_or(LONGEST_WAIT_S, |l| l.as_secs_f64().ceil() as u64);
-            let conn = waiting.conn.as_mut().expect("still ours");
-            let asked = self.get_lock(conn, req.name, wait_s);
+            let asked = self.sessions.get_lock(waiting.conn(), &key, wait_s);
             let got = match deadline {
                 Some(d) => match tokio::time::timeout_at(d.into(), asked).await {
                     Ok(got) => got,
@@ -238,16 +171,14 @@ impl NamedBackend {
             };
             match got {
                 Ok(true) => {
-                    let conn = waiting.conn.take().expect("still ours");
-                    let fence = self.record(req, conn).await?;
+                    let fence = self.record(req, waiting.take()).await?;
                     // No server-side TTL: the local deadline counts from the grant.
                     return Ok(Some(Grant { fence, started }));
                 }
                 Ok(false) => {}
                 Err(Error::Unavailable { .. }) if reused => {
                     // Dead: nothing to end. The next session is new.
-                    drop(waiting.conn.take());
-                    waiting.conn = Some(self.db.session(&self.url).await?);
+                    waiting.replace(self.sessions.open().await?);
                     reused = false;
                     *reached = true;
                 }
@@ -268,21 +199,18 @@ impl LockBackend for NamedBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        let key = self.key(req.name);
         loop {
-            let (conn, reused) = self.session().await?;
-            let mut waiting = Waiting {
-                conn: Some(conn),
-                db: self.db.clone(),
-            };
-            let conn = waiting.conn.as_mut().expect("just set");
-            let got = self.get_lock(conn, req.name, 0).await;
-            let conn = waiting.conn.take().expect("still ours");
+            let (conn, reused) = self.sessions.take().await?;
+            let mut waiting = self.sessions.waiting(conn);
+            let got = self.sessions.get_lock(waiting.conn(), &key, 0).await;
+            let conn = waiting.take();
             return match got {
                 Ok(true) => Ok(Attempt::Granted {
                     fence: self.record(req, conn).await?,
                 }),
                 Ok(false) => {
-                    self.put_back(conn);
+                    self.sessions.put_back(conn);
                     Ok(Attempt::Held { expires_in: None })
                 }
                 // An idle session that died: whatever it held went with it.
@@ -321,16 +249,15 @@ impl LockBackend for NamedBackend {
         let Some(mut conn) = self.held().remove(&(name.clone(), owner)) else {
             return Err(not_owner());
         };
-        let sql = format!("SELECT IS_USED_LOCK({KEY}) = CONNECTION_ID()");
-        let asked = conn
-            .exec_first::<Option<i64>, _, _>(sql, Params::Positional(vec![self.key(name).into()]));
+        let key = self.key(name);
+        let asked = self.sessions.holds(&mut conn, &key);
         match tokio::time::timeout(PING_TIMEOUT, asked).await {
-            Ok(Ok(Some(Some(1)))) => {
+            Ok(Ok(true)) => {
                 self.held().insert((name.clone(), owner), conn);
                 Ok(())
             }
             // Answered, by a session that does not hold it.
-            Ok(Ok(_)) => Err(not_owner()),
+            Ok(Ok(false)) => Err(not_owner()),
             // The session is gone, and the lock with it.
             Ok(Err(e)) if e.is_fatal() => Err(not_owner()),
             Ok(Err(e)) => {
@@ -372,22 +299,15 @@ impl LockBackend for NamedBackend {
             )
             .await;
         let released = match cleared {
-            Ok(()) => {
-                let sql = format!("SELECT RELEASE_LOCK({KEY})");
-                conn.exec_first::<Option<i64>, _, _>(
-                    sql,
-                    Params::Positional(vec![self.key(name).into()]),
-                )
-                .await
-            }
+            Ok(()) => self.sessions.release_lock(&mut conn, &self.key(name)).await,
             Err(e) => Err(e),
         };
         match released {
-            Ok(Some(Some(1))) => {
-                self.put_back(conn);
+            Ok(true) => {
+                self.sessions.put_back(conn);
                 Ok(())
             }
-            Ok(_) => Err(not_owner()),
+            Ok(false) => Err(not_owner()),
             Err(e) if e.is_fatal() => Err(not_owner()),
             // Ending the session frees the lock whatever went wrong.
             Err(e) => Err(self.error(&e)),
@@ -402,10 +322,10 @@ impl LockBackend for NamedBackend {
     /// Rows whose session still holds the name's lock.
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let t = &self.table;
+        let held = Sessions::held_by_session_sql();
         let sql = format!(
             "SELECT name, owner, holder, fence FROM {t}
-             WHERE name LIKE ? ESCAPE '|' AND owner <> ''
-                 AND IS_USED_LOCK(CONCAT('lockward:', LEFT(SHA2(CONCAT(?, name), 256), 52))) = session
+             WHERE name LIKE ? ESCAPE '|' AND owner <> '' AND {held}
              ORDER BY name"
         );
         let params = Params::Positional(vec![

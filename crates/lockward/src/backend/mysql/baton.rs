@@ -1,0 +1,188 @@
+//! Lease mode's waiting: a baton, one named lock per name (`GET_LOCK`),
+//! that the server hands from waiter to waiter in the order they asked.
+//!
+//! The lease row stays the lock (server clock, fence); the baton only says
+//! who looks at it. A free lock is taken without it. A waiter asks for the
+//! baton on a session of its own and waits for it in the server; the one
+//! that has it polls the row (1 → 50 ms, and at the holder's expiry) and,
+//! once granted, keeps it while it holds the lock. Its release lets go of
+//! the baton after the row, so the server wakes the next waiter, whose
+//! first look finds the row free: under contention a handoff is pushed,
+//! and only one waiter per name ever polls.
+//!
+//! A waiter waits for the baton no longer than the holder's lease could
+//! last: a baton kept by a holder that is stuck (paused, cut off) does not
+//! stop the others from taking over the expired row by the server's clock.
+//! A session that ends (a crash) gives the baton up with it. A waiter
+//! costs one session while it waits; when none can be opened (the server's
+//! `max_connections`), it polls the row as a store that pushes nothing.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use mysql_async::Conn;
+
+use super::sessions::{Sessions, Waiting};
+use crate::backend::wait::{Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN};
+use crate::backend::{Attempt, Grant, LockBackend, Request};
+use crate::error::{Error, Result};
+use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// How long a waiter waits for the baton when the row says nothing of the
+/// holder's lease (it was just released): it looks again after.
+const BLIND_WAIT: Duration = Duration::from_secs(1);
+
+/// The batons of one store: its sessions, and the batons its holders keep.
+pub(super) struct Batons {
+    sessions: Sessions,
+    table: String,
+    kept: Mutex<HashMap<(Name, OwnerId), Conn>>,
+}
+
+impl Batons {
+    pub(super) fn new(sessions: Sessions, table: &str) -> Batons {
+        Batons {
+            sessions,
+            table: table.to_string(),
+            kept: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Conn>> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `TABLE#baton:NAME`, which the server hashes into the baton's key
+    /// (never a named-mode key, which is `TABLE:NAME`).
+    fn key(&self, name: &Name) -> Vec<u8> {
+        format!("{}#baton:{}", self.table, name.as_str()).into_bytes()
+    }
+
+    /// Waits for the lock of `req` on `backend` (the first try already
+    /// failed) until `deadline`. Dropping the future ends its session,
+    /// which gives the baton up.
+    pub(super) async fn wait<B: LockBackend + ?Sized>(
+        &self,
+        backend: &B,
+        req: &Request<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Grant>> {
+        let key = self.key(req.name);
+        let mut session: Option<Waiting> = None;
+        let mut baton = false;
+        let mut poll = Backoff::new(POLL_MIN, POLL_MAX);
+        let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
+        loop {
+            let started = Instant::now();
+            let expires_in = match backend.try_acquire(req).await {
+                Ok(Attempt::Granted { fence }) => {
+                    if let Some(waiting) = session.take() {
+                        let conn = waiting.take();
+                        if baton {
+                            self.kept().insert((req.name.clone(), req.owner), conn);
+                        } else {
+                            self.sessions.put_back(conn);
+                        }
+                    }
+                    return Ok(Some(Grant { fence, started }));
+                }
+                Ok(Attempt::Held { expires_in }) => {
+                    outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
+                    expires_in
+                }
+                // The server went away while we waited: waited out, on a
+                // new session (the baton went with the old one).
+                Err(e @ Error::Unavailable { .. }) => {
+                    tracing::warn!(name = %req.name, error = %e, "store unavailable while waiting; retrying");
+                    session = None;
+                    baton = false;
+                    if !sleep_within(outage.next_delay(), deadline).await {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(None);
+            }
+            if baton {
+                // First in line: the row, polled, and at the holder's expiry.
+                let mut pause = poll.next_delay();
+                if let Some(left) = expires_in {
+                    pause = pause.min(left + EXPIRY_MARGIN);
+                }
+                if !sleep_within(pause, deadline).await {
+                    return Ok(None);
+                }
+                continue;
+            }
+            if session.is_none() {
+                match self.sessions.take().await {
+                    Ok((conn, _)) => session = Some(self.sessions.waiting(conn)),
+                    // No session to spare: poll.
+                    Err(_) => {
+                        if !sleep_within(poll.next_delay(), deadline).await {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
+                }
+            }
+            let waiting = session.as_mut().expect("just set");
+            // In whole seconds (what every server takes), as long as the
+            // holder's lease could last; the exact deadline is kept here.
+            let bound = expires_in.unwrap_or(BLIND_WAIT) + EXPIRY_MARGIN;
+            let wait_s = bound.as_secs_f64().ceil().max(1.0) as u64;
+            let asked = self.sessions.get_lock(waiting.conn(), &key, wait_s);
+            let got = match deadline {
+                Some(d) => match tokio::time::timeout_at(d.into(), asked).await {
+                    Ok(got) => got,
+                    Err(_) => return Ok(None),
+                },
+                None => asked.await,
+            };
+            match got {
+                Ok(true) => {
+                    baton = true;
+                    poll = Backoff::new(POLL_MIN, POLL_MAX);
+                }
+                // Not within the holder's lease: look at the row again.
+                Ok(false) => {}
+                // A session that died (an idle one, or the server): a new
+                // one next time.
+                Err(_) => session = None,
+            }
+        }
+    }
+
+    /// After the row of `name` was released by `owner`: lets go of the
+    /// baton it kept, if any, which wakes the next waiter. Cancellation:
+    /// dropped midway, the session ends, which lets go of it too.
+    pub(super) async fn pass(&self, name: &Name, owner: OwnerId) {
+        let Some(mut conn) = self.kept().remove(&(name.clone(), owner)) else {
+            return;
+        };
+        if let Ok(true) = self.sessions.release_lock(&mut conn, &self.key(name)).await {
+            self.sessions.put_back(conn);
+        }
+        // Otherwise the session is dropped, and the baton with it.
+    }
+}
+
+/// Sleeps `pause`, cut at `deadline`; `false` when the deadline came.
+async fn sleep_within(pause: Duration, deadline: Option<Instant>) -> bool {
+    let wake = Instant::now() + pause;
+    match deadline {
+        Some(d) if d <= wake => {
+            tokio::time::sleep_until(d.into()).await;
+            false
+        }
+        _ => {
+            tokio::time::sleep_until(wake.into()).await;
+            true
+        }
+    }
+}
