@@ -7,8 +7,9 @@
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::process::{relaunch, wait_until_ready};
 use crate::{free_port, require_binary, ServerProcess, INSTALL_SCRIPT};
 
 /// The password of the `lockward` user in test servers.
@@ -170,24 +171,17 @@ impl MariadbServer {
         cmd.uid(self.uid).gid(self.gid);
         let log = self.dir.path().join("mariadb.log");
         self.process = Some(ServerProcess::spawn("mariadbd", cmd, &log).expect("spawn mariadbd"));
-        let until = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < until {
-            if self.process.as_mut().is_some_and(|p| p.exited()) {
-                self.process = None;
-                return false;
-            }
-            let ready = Command::new("mariadb-admin")
+        let socket = self.socket();
+        let ping = || {
+            Command::new("mariadb-admin")
                 .arg("--no-defaults")
-                .arg(format!("--socket={}", self.socket().display()))
+                .arg(format!("--socket={}", socket.display()))
                 .args(["-uroot", "--connect-timeout=1", "ping"])
                 .output()
-                .is_ok_and(|o| o.status.success());
-            if ready {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
+                .is_ok_and(|o| o.status.success())
+        };
+        let every = Duration::from_millis(50);
+        wait_until_ready(&mut self.process, Duration::from_secs(30), every, ping)
     }
 
     /// `mysql://lockward:…@127.0.0.1:PORT/lockward` for lockward.
@@ -233,13 +227,9 @@ impl MariadbServer {
     /// kill -9, then starts it again on its data (crash recovery).
     pub fn restart(&mut self) {
         self.kill9();
-        for _ in 0..20 {
-            if self.launch() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(250));
+        if !relaunch(|| self.launch()) {
+            panic!("mariadbd did not restart; log:\n{}", self.log());
         }
-        panic!("mariadbd did not restart; log:\n{}", self.log());
     }
 
     /// kill -9, then starts it again with its clock shifted by `spec`

@@ -7,8 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::process::{relaunch, wait_until_ready};
 use crate::{free_port, ServerProcess, INSTALL_SCRIPT};
 
 /// The password of the `postgres` role in test servers.
@@ -172,22 +173,15 @@ impl PostgresServer {
         cmd.uid(self.uid).gid(self.gid);
         let log = self.dir.path().join("postgres.log");
         self.process = Some(ServerProcess::spawn("postgres", cmd, &log).expect("spawn postgres"));
-        let until = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < until {
-            if self.process.as_mut().is_some_and(|p| p.exited()) {
-                self.process = None;
-                return false;
-            }
-            let ready = Command::new(self.bin.join("pg_isready"))
-                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
+        let (isready, port) = (self.bin.join("pg_isready"), self.port.to_string());
+        let ready = || {
+            Command::new(&isready)
+                .args(["-h", "127.0.0.1", "-p", &port, "-q"])
                 .status()
-                .is_ok_and(|s| s.success());
-            if ready {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+                .is_ok_and(|s| s.success())
+        };
+        let every = Duration::from_millis(20);
+        wait_until_ready(&mut self.process, Duration::from_secs(30), every, ready)
     }
 
     /// `postgres://postgres:…@127.0.0.1:PORT/postgres` for lockward.
@@ -243,13 +237,9 @@ impl PostgresServer {
     /// while the old backends still hold the shared memory.
     pub fn restart(&mut self) {
         self.kill9();
-        for _ in 0..20 {
-            if self.launch() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(250));
+        if !relaunch(|| self.launch()) {
+            panic!("postgres did not restart; log:\n{}", self.log());
         }
-        panic!("postgres did not restart; log:\n{}", self.log());
     }
 
     /// kill -9, then starts it again with its clock shifted by `spec`

@@ -45,6 +45,42 @@ fn spawn_from_spawner(cmd: Command) -> std::io::Result<Child> {
     reply_rx.recv().expect("spawner thread replied")
 }
 
+/// Waits up to `within` for `ready` to say the server in `process` answers,
+/// asking every `every`; `false` (and `process` emptied) when it exited
+/// first or never answered.
+pub fn wait_until_ready(
+    process: &mut Option<ServerProcess>,
+    within: Duration,
+    every: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> bool {
+    let until = std::time::Instant::now() + within;
+    while std::time::Instant::now() < until {
+        if process.as_mut().is_some_and(ServerProcess::exited) {
+            *process = None;
+            return false;
+        }
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(every);
+    }
+    false
+}
+
+/// Calls `launch` until it starts the server, 20 times at most, 250 ms
+/// apart (a killed server's files and port take a moment to free);
+/// whether it did.
+pub fn relaunch(mut launch: impl FnMut() -> bool) -> bool {
+    for _ in 0..20 {
+        if launch() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    false
+}
+
 /// A child process with its log file. Killed (SIGKILL) when dropped.
 pub struct ServerProcess {
     child: Option<Child>,

@@ -136,13 +136,11 @@ impl Batons {
             // holder's lease could last; the exact deadline is kept here.
             let bound = expires_in.unwrap_or(BLIND_WAIT) + EXPIRY_MARGIN;
             let wait_s = bound.as_secs_f64().ceil().max(1.0) as u64;
-            let asked = self.sessions.get_lock(waiting.conn(), &key, wait_s);
-            let got = match deadline {
-                Some(d) => match tokio::time::timeout_at(d.into(), asked).await {
-                    Ok(got) => got,
-                    Err(_) => return Ok(None),
-                },
-                None => asked.await,
+            let asked = self
+                .sessions
+                .get_lock_until(waiting, &key, wait_s, deadline);
+            let Some(got) = asked.await else {
+                return Ok(None);
             };
             match got {
                 Ok(true) => {

@@ -161,13 +161,11 @@ impl NamedBackend {
             // Whole seconds on the server, the exact deadline here: a wait
             // cut short ends its session (see `Waiting`).
             let wait_s = left.map_or(LONGEST_WAIT_S, |l| l.as_secs_f64().ceil() as u64);
-            let asked = self.sessions.get_lock(waiting.conn(), &key, wait_s);
-            let got = match deadline {
-                Some(d) => match tokio::time::timeout_at(d.into(), asked).await {
-                    Ok(got) => got,
-                    Err(_) => return Ok(None),
-                },
-                None => asked.await,
+            let asked = self
+                .sessions
+                .get_lock_until(&mut waiting, &key, wait_s, deadline);
+            let Some(got) = asked.await else {
+                return Ok(None);
             };
             match got {
                 Ok(true) => {

@@ -4,6 +4,7 @@
 //! a wait on one is given up.
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params};
@@ -16,6 +17,10 @@ use crate::error::Result;
 /// `lockward:` and part of its SHA-256, as the server takes at most 64
 /// characters.
 const KEY: &str = "CONCAT('lockward:', LEFT(SHA2(?, 256), 52))";
+
+/// The most idle sessions a store keeps; more are closed when given back
+/// (a burst of waiters would otherwise keep as many connections open).
+const MAX_IDLE: usize = 16;
 
 /// The sessions of one store.
 pub(super) struct Sessions {
@@ -49,12 +54,13 @@ impl Sessions {
         self.db.session(&self.url).await
     }
 
-    /// Keeps `conn`, which holds no named lock, for the next one.
+    /// Keeps `conn`, which holds no named lock, for the next one (or
+    /// closes it when enough are idle).
     pub(super) fn put_back(&self, conn: Conn) {
-        self.idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(conn);
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
     }
 
     /// `conn` about to wait in the server's queue (see [`Waiting`]).
@@ -76,6 +82,23 @@ impl Sessions {
             .await
             .map_err(|e| my_error(self.db.address(), &e))?;
         Ok(got.flatten() == Some(1))
+    }
+
+    /// [`get_lock`](Sessions::get_lock) on `waiting`'s session, given up at
+    /// `deadline`: `None` when it came first (drop `waiting` then, which
+    /// ends the session and takes it out of the queue).
+    pub(super) async fn get_lock_until(
+        &self,
+        waiting: &mut Waiting,
+        key: &[u8],
+        wait_s: u64,
+        deadline: Option<Instant>,
+    ) -> Option<Result<bool>> {
+        let asked = self.get_lock(waiting.conn(), key, wait_s);
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d.into(), asked).await.ok(),
+            None => Some(asked.await),
+        }
     }
 
     /// Whether `conn`'s session holds the named lock of `key`.
