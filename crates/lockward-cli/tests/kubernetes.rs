@@ -319,10 +319,11 @@ fn wait_for_beats(dir: &Path, within: Duration) -> u64 {
 }
 
 /// Longest a candidate may take to lead after the leader is killed: the
-/// lease duration plus the retry period, and a second for process start-up
-/// and a small, busy machine.
+/// lease duration plus one retry period as client-go jitters it (up to
+/// 2.2 × the period: `wait.JitterUntil` with its jitter factor 1.2), and a
+/// second for process start-up and a small, busy machine.
 fn takeover_bound() -> Duration {
-    TIMING[0] + TIMING[2] + Duration::from_secs(1)
+    TIMING[0] + TIMING[2].mul_f64(2.2) + Duration::from_secs(1)
 }
 
 #[test]
