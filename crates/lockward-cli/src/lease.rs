@@ -28,7 +28,7 @@ pub struct LeaseArgs {
     /// lock for this long after its lease ran out (a clean release frees it
     /// at once): for resources that cannot check fences. Not on stores
     /// that free locks when a session ends (ZooKeeper, PostgreSQL advisory
-    /// mode).
+    /// mode, MySQL named mode).
     #[arg(long, value_parser = parse_duration)]
     pub lock_delay: Option<Duration>,
 }

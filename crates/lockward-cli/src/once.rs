@@ -20,7 +20,7 @@ use crate::run::{run_under, Ended};
 
 /// How long the record of a successful run is kept on stores that cannot
 /// keep it forever (memory, Redis, etcd, ZooKeeper): "all time" as nearly
-/// as they allow. SQLite and PostgreSQL keep it forever.
+/// as they allow. SQLite, PostgreSQL and MySQL keep it forever.
 const KEEP_FOR: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// Run CMD to success at most once for KEY, across all instances and all time.

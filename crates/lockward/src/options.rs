@@ -99,7 +99,7 @@ impl LockOptions {
     /// else acts. The store's own clock enforces it: the lease lives
     /// `ttl + delay` on the store while the holder's deadline stays
     /// `ttl − drift` from the request. Stores that free a lock the moment
-    /// its session ends (ZooKeeper, PostgreSQL advisory mode) cannot hold
+    /// its session ends (ZooKeeper, PostgreSQL advisory, MySQL named) cannot hold
     /// it back: acquisitions with a delay fail there with
     /// [`Error::NotSupported`] (see [`Capabilities::lock_delay`](crate::Capabilities::lock_delay)).
     ///

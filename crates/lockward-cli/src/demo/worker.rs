@@ -58,7 +58,7 @@ pub async fn register(dir: &Path) -> lockward::Result<SqliteRegister> {
     SqliteRegister::open(&dir.join("resources.db"), "accounts").await
 }
 
-/// Runs `role` on `store` (opened from `url`, which the PostgreSQL variant
+/// Runs `role` on `store` (opened from `url`, which the database variant
 /// connects to directly).
 pub async fn work(
     store: &Store,
@@ -182,7 +182,7 @@ pub async fn work(
             let opts = lock_opts().wait(Duration::from_secs(3));
             let guard = match store.acquire(name(&holder), &opts).await {
                 Ok(guard) => guard,
-                // A session lock (PostgreSQL advisory mode) stays with the
+                // A session lock (PostgreSQL advisory, MySQL named) stays with the
                 // paused holder: nobody else can take it meanwhile.
                 Err(lockward::Error::TimedOut { .. }) => return Ok(()),
                 Err(other) => return Err(e(other)),

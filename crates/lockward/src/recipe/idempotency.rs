@@ -17,7 +17,7 @@
 //! slip in between the run and its record. It is kept for the retention
 //! given (a TTL on Redis, etcd and ZooKeeper; an expiry column on the SQL
 //! stores), or forever with [`Idempotency::permanent`] on the stores that
-//! keep records on disk (SQLite, PostgreSQL; the others refuse with
+//! keep records on disk (SQLite, PostgreSQL, MySQL; the others refuse with
 //! [`Error::NotSupported`] before anything runs). [`Idempotency::begin`] gives the steps one by one, for callers
 //! that run the operation themselves (`lockward once` runs a command).
 //!
@@ -174,7 +174,7 @@ impl Idempotency {
     }
 
     /// Keeps results forever, as a payment's outcome must be: only on
-    /// stores that declare `permanent_records` (SQLite, PostgreSQL).
+    /// stores that declare `permanent_records` (SQLite, PostgreSQL, MySQL).
     /// Elsewhere [`begin`](Self::begin) and [`run`](Self::run) fail with
     /// [`Error::NotSupported`] before claiming the key.
     pub fn permanent(mut self) -> Idempotency {

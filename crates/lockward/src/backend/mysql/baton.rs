@@ -1,18 +1,23 @@
 //! Lease mode's waiting: a baton, one named lock per name (`GET_LOCK`),
 //! that the server hands from waiter to waiter in the order they asked.
 //!
-//! The lease row stays the lock (server clock, fence); the baton only says
-//! who looks at it. A free lock is taken without it. A waiter asks for the
-//! baton on a session of its own and waits for it in the server; the one
-//! that has it polls the row (1 → 50 ms, and at the holder's expiry) and,
-//! once granted, keeps it while it holds the lock. Its release lets go of
-//! the baton after the row, so the server wakes the next waiter, whose
-//! first look finds the row free: under contention a handoff is pushed,
-//! and only one waiter per name ever polls.
+//! The lease row stays the lock (server clock, fence); the baton says
+//! whose turn it is. A free lock nobody waits for is taken without it. A
+//! waiter asks for the baton on a session of its own and waits for it in
+//! the server; the one that has it tries the row on that session, where a
+//! free row is its alone (the taking statement asks that the baton be free
+//! or this session's: see [`super::mutex`]), polling (1 → 50 ms, and at
+//! the holder's expiry) until it is granted, and keeps the baton while it
+//! holds the lock. Its release lets go of the baton after the row, so the
+//! server wakes the next waiter, whose first look finds the row free and
+//! kept for it: under contention handoffs are pushed and go in the order
+//! the waiters asked, a holder that releases and asks again queues behind
+//! them, and only one waiter per name ever polls.
 //!
 //! A waiter waits for the baton no longer than the holder's lease could
-//! last: a baton kept by a holder that is stuck (paused, cut off) does not
-//! stop the others from taking over the expired row by the server's clock.
+//! last, and a row free for longer than `BARGE_AFTER` goes to anyone: a
+//! baton kept by a waiter or holder that is stuck (paused, cut off) does
+//! not stop the others from taking the lock over by the server's clock.
 //! A session that ends (a crash) gives the baton up with it. A waiter
 //! costs one session while it waits; when none can be opened (the server's
 //! `max_connections`), it polls the row as a store that pushes nothing.
@@ -23,9 +28,10 @@ use std::time::{Duration, Instant};
 
 use mysql_async::Conn;
 
+use super::mutex::MysqlBackend;
 use super::sessions::{Sessions, Waiting};
 use crate::backend::wait::{Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN};
-use crate::backend::{Attempt, Grant, LockBackend, Request};
+use crate::backend::{Attempt, Grant, Request};
 use crate::error::{Error, Result};
 use crate::name::Name;
 use crate::owner::OwnerId;
@@ -56,16 +62,16 @@ impl Batons {
 
     /// `TABLE#baton:NAME`, which the server hashes into the baton's key
     /// (never a named-mode key, which is `TABLE:NAME`).
-    fn key(&self, name: &Name) -> Vec<u8> {
+    pub(super) fn key(&self, name: &Name) -> Vec<u8> {
         format!("{}#baton:{}", self.table, name.as_str()).into_bytes()
     }
 
     /// Waits for the lock of `req` on `backend` (the first try already
     /// failed) until `deadline`. Dropping the future ends its session,
     /// which gives the baton up.
-    pub(super) async fn wait<B: LockBackend + ?Sized>(
+    pub(super) async fn wait(
         &self,
-        backend: &B,
+        backend: &MysqlBackend,
         req: &Request<'_>,
         deadline: Option<Instant>,
     ) -> Result<Option<Grant>> {
@@ -76,7 +82,10 @@ impl Batons {
         let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
         loop {
             let started = Instant::now();
-            let expires_in = match backend.try_acquire(req).await {
+            // The baton's holder tries on its own session: there the baton
+            // counts as its own, and a free row goes to it.
+            let on = session.as_mut().filter(|_| baton).map(Waiting::conn);
+            let expires_in = match backend.attempt(req, on).await {
                 Ok(Attempt::Granted { fence }) => {
                     if let Some(waiting) = session.take() {
                         let conn = waiting.take();

@@ -119,7 +119,7 @@ impl Db {
         &self.address
     }
 
-    fn timed_out(&self) -> Error {
+    pub(super) fn timed_out(&self) -> Error {
         Error::Unavailable {
             address: self.address.clone(),
             message: format!("no answer within {STATEMENT_TIMEOUT:?}"),

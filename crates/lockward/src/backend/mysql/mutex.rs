@@ -14,8 +14,15 @@
 //!   and the new values are one atomic step: of two contenders for an
 //!   expired row, the second sees the first's fresh expiry and changes
 //!   nothing.
-//! - Assignments run left to right and each sees the ones before it, so
-//!   `expires_at` is assigned last: every test reads the holder's expiry.
+//! - Assignments run left to right and each sees the ones before it. The
+//!   first, `owner`, makes the decision; the others ask "is the owner now
+//!   ours, and was the row free" (`expires_at`, assigned last, is still the
+//!   old holder's then), so the decision is made once.
+//! - While waiters take turns (see [`super::baton`]), a free row goes to
+//!   the waiter holding the baton, not to whoever asks first: the test
+//!   asks that the baton be free or held by this session. A row free for
+//!   longer than [`BARGE_AFTER`] goes to anyone, so a baton kept by a
+//!   stuck waiter cannot keep the lock from everyone.
 //! - `UTC_TIMESTAMP(6)` is the statement's start on the server's clock: a
 //!   statement that waited for the row lock judges expiry a little early
 //!   (never late), and the new expiry counts from no earlier than when the
@@ -33,7 +40,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mysql_async::Params;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Params};
 
 use super::conn::{self, micros, remaining, Db};
 use super::url::MysqlUrl;
@@ -42,6 +50,10 @@ use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
+
+/// How long a row must have been free before it goes to a caller that
+/// does not hold the baton while someone does.
+pub(super) const BARGE_AFTER: Duration = Duration::from_secs(1);
 
 /// The statements of lease mode, for one table.
 struct Sql {
@@ -56,7 +68,16 @@ struct Sql {
 impl Sql {
     fn new(t: &str) -> Sql {
         let now = "UTC_TIMESTAMP(6)";
-        let free = format!("expires_at <= {now}");
+        let key = super::sessions::KEY;
+        let barge = BARGE_AFTER.as_micros();
+        // Free, and ours to take: nobody holds the baton, or this session
+        // does, or it has been free long enough.
+        let ours = format!(
+            "expires_at <= {now} AND (COALESCE(IS_USED_LOCK({key}) = CONNECTION_ID(), TRUE)
+                 OR expires_at <= {now} - INTERVAL {barge} MICROSECOND)"
+        );
+        // After `owner` was assigned: whether this statement took the row.
+        let took = format!("owner = VALUES(owner) AND expires_at <= {now}");
         let left = format!("TIMESTAMPDIFF(MICROSECOND, {now}, expires_at)");
         let columns = format!("name, owner, holder, fence, {left}");
         Sql {
@@ -64,10 +85,10 @@ impl Sql {
                 "INSERT INTO {t} (name, owner, holder, fence, expires_at)
                  VALUES (?, ?, ?, LAST_INSERT_ID(1), {now} + INTERVAL ? MICROSECOND)
                  ON DUPLICATE KEY UPDATE
-                     fence = IF({free}, LAST_INSERT_ID(fence + 1), fence),
-                     owner = IF({free}, VALUES(owner), owner),
-                     holder = IF({free}, VALUES(holder), holder),
-                     expires_at = IF({free}, VALUES(expires_at), expires_at)"
+                     owner = IF({ours}, VALUES(owner), owner),
+                     fence = IF({took}, LAST_INSERT_ID(fence + 1), fence),
+                     holder = IF({took}, VALUES(holder), holder),
+                     expires_at = IF({took}, VALUES(expires_at), expires_at)"
             ),
             remaining: format!("SELECT {left} FROM {t} WHERE name = ? AND expires_at > {now}"),
             extend: format!(
@@ -75,8 +96,9 @@ impl Sql {
                  WHERE name = ? AND owner = ? AND expires_at > {now}"
             ),
             // The row stays, with its fence: the next holder's is larger.
+            // Free from now (for BARGE_AFTER).
             release: format!(
-                "UPDATE {t} SET owner = '', holder = NULL, expires_at = '1970-01-01'
+                "UPDATE {t} SET owner = '', holder = NULL, expires_at = {now}
                  WHERE name = ? AND owner = ? AND expires_at > {now}"
             ),
             inspect: format!("SELECT {columns} FROM {t} WHERE name = ? AND expires_at > {now}"),
@@ -158,24 +180,35 @@ impl MysqlBackend {
     }
 }
 
-#[async_trait]
-impl LockBackend for MysqlBackend {
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    fn address(&self) -> String {
-        self.db.address().to_string()
-    }
-
-    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+impl MysqlBackend {
+    /// One try at the row of `req`, on the pool or on `session` (the
+    /// baton holder's: the baton then counts as this caller's).
+    pub(super) async fn attempt(
+        &self,
+        req: &Request<'_>,
+        session: Option<&mut Conn>,
+    ) -> Result<Attempt> {
         let params = Params::Positional(vec![
             req.name.as_str().as_bytes().into(),
             req.owner.to_string().into(),
             req.label.into(),
             micros(req.ttl).into(),
+            self.batons.key(req.name).into(),
         ]);
-        let changed = self.db.exec(&self.sql.acquire, params).await?;
+        let changed = match session {
+            None => self.db.exec(&self.sql.acquire, params).await?,
+            Some(conn) => {
+                let ran = conn.exec_drop(&self.sql.acquire, params);
+                match tokio::time::timeout(conn::STATEMENT_TIMEOUT, ran).await {
+                    Ok(Ok(())) => conn::Changed {
+                        rows: conn.affected_rows(),
+                        last_insert_id: conn.last_insert_id(),
+                    },
+                    Ok(Err(e)) => return Err(conn::my_error(self.db.address(), &e)),
+                    Err(_) => return Err(self.db.timed_out()),
+                }
+            }
+        };
         match (changed.rows, changed.last_insert_id) {
             (1, _) => return Ok(Attempt::Granted { fence: 1 }),
             (2, Some(fence)) => return Ok(Attempt::Granted { fence }),
@@ -188,6 +221,21 @@ impl LockBackend for MysqlBackend {
         Ok(Attempt::Held {
             expires_in: left.first().map(|us| remaining(*us)),
         })
+    }
+}
+
+#[async_trait]
+impl LockBackend for MysqlBackend {
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    fn address(&self) -> String {
+        self.db.address().to_string()
+    }
+
+    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
+        self.attempt(req, None).await
     }
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {

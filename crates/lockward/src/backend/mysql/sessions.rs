@@ -16,7 +16,7 @@ use crate::error::Result;
 /// The server's name for the named lock of `?` (a string lockward makes):
 /// `lockward:` and part of its SHA-256, as the server takes at most 64
 /// characters.
-const KEY: &str = "CONCAT('lockward:', LEFT(SHA2(?, 256), 52))";
+pub(super) const KEY: &str = "CONCAT('lockward:', LEFT(SHA2(?, 256), 52))";
 
 /// The most idle sessions a store keeps; more are closed when given back
 /// (a burst of waiters would otherwise keep as many connections open).

@@ -36,8 +36,12 @@ impl SideClient for MysqlSide {
         Ok(began.elapsed())
     }
 
-    /// The lock table's data and index, as InnoDB estimates them.
+    /// The lock table's data and index, as InnoDB counts them once its
+    /// statistics are brought up to date (they lag by design otherwise).
     async fn server_bytes(&mut self) -> Result<Option<ServerBytes>> {
+        self.db
+            .batch(&format!("ANALYZE TABLE {}", self.table))
+            .await?;
         let rows: Vec<u64> = self
             .db
             .rows(
