@@ -232,3 +232,37 @@ async fn waiters_in_lease_mode_queue_in_the_server_and_one_polls() {
         "{gaps:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_holder_keeping_the_baton_is_taken_over_at_its_expiry() {
+    let server = MariadbServer::start();
+    let (a, b, c) = (
+        Store::open(&server.url()).await.unwrap(),
+        Store::open(&server.url()).await.unwrap(),
+        Store::open(&server.url()).await.unwrap(),
+    );
+    let first = a.acquire("stuck", &LockOptions::new()).await.unwrap();
+    // B waits, so it takes the lock with the baton, and then gets stuck:
+    // unrenewed, never released, its session (and the baton) alive.
+    let stuck_opts = LockOptions::new()
+        .ttl(Duration::from_secs(1))
+        .renewal(lockward::Renewal::Off)
+        .wait(Duration::from_secs(10));
+    let waiting = tokio::spawn(async move {
+        let g = b.acquire("stuck", &stuck_opts).await.unwrap();
+        let at = Instant::now();
+        std::mem::forget(g);
+        (b, at)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.release().await.unwrap();
+    let (_b, granted_at) = waiting.await.unwrap();
+    let next = c
+        .acquire("stuck", &LockOptions::new().wait(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    let after = granted_at.elapsed();
+    eprintln!("taken over {after:?} after the stuck holder's grant (lease 1 s)");
+    assert!(after < Duration::from_millis(1_600), "{after:?}");
+    next.release().await.unwrap();
+}

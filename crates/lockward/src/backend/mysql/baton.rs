@@ -15,9 +15,10 @@
 //! them, and only one waiter per name ever polls.
 //!
 //! A waiter waits for the baton no longer than the holder's lease could
-//! last, and a row free for longer than `BARGE_AFTER` goes to anyone: a
-//! baton kept by a waiter or holder that is stuck (paused, cut off) does
-//! not stop the others from taking the lock over by the server's clock.
+//! last; an expired row whose holder is stuck (paused, cut off) with the
+//! baton goes to the next caller at once, and a free row whose baton a
+//! stuck waiter keeps goes to anyone after `BARGE_AFTER`: the server's
+//! clock still decides when a lock can be taken over.
 //! A session that ends (a crash) gives the baton up with it. A waiter
 //! costs one session while it waits; when none can be opened (the server's
 //! `max_connections`), it polls the row as a store that pushes nothing.

@@ -20,9 +20,12 @@
 //!   old holder's then), so the decision is made once.
 //! - While waiters take turns (see [`super::baton`]), a free row goes to
 //!   the waiter holding the baton, not to whoever asks first: the test
-//!   asks that the baton be free or held by this session. A row free for
-//!   longer than [`BARGE_AFTER`] goes to anyone, so a baton kept by a
-//!   stuck waiter cannot keep the lock from everyone.
+//!   asks that the baton be free or held by this session. The row records
+//!   the session that took it with the baton (`session`), so that an
+//!   expired row whose stuck holder still keeps the baton goes to the next
+//!   caller at once; a row free for longer than [`BARGE_AFTER`] goes to
+//!   anyone, so a baton kept by a stuck waiter cannot keep the lock from
+//!   everyone.
 //! - `UTC_TIMESTAMP(6)` is the statement's start on the server's clock: a
 //!   statement that waited for the row lock judges expiry a little early
 //!   (never late), and the new expiry counts from no earlier than when the
@@ -71,10 +74,12 @@ impl Sql {
         let key = super::sessions::KEY;
         let barge = BARGE_AFTER.as_micros();
         // Free, and ours to take: nobody holds the baton, or this session
-        // does, or it has been free long enough.
+        // does, or the expired holder does (it took the row with it and is
+        // stuck), or the row has been free long enough.
         let ours = format!(
-            "expires_at <= {now} AND (COALESCE(IS_USED_LOCK({key}) = CONNECTION_ID(), TRUE)
-                 OR expires_at <= {now} - INTERVAL {barge} MICROSECOND)"
+            "expires_at <= {now}
+                 AND (COALESCE(IS_USED_LOCK({key}), CONNECTION_ID()) IN (CONNECTION_ID(), IFNULL(session, 0))
+                      OR expires_at <= {now} - INTERVAL {barge} MICROSECOND)"
         );
         // After `owner` was assigned: whether this statement took the row.
         let took = format!("owner = VALUES(owner) AND expires_at <= {now}");
@@ -88,6 +93,7 @@ impl Sql {
                      owner = IF({ours}, VALUES(owner), owner),
                      fence = IF({took}, LAST_INSERT_ID(fence + 1), fence),
                      holder = IF({took}, VALUES(holder), holder),
+                     session = IF({took}, IF(IS_USED_LOCK({key}) = CONNECTION_ID(), CONNECTION_ID(), NULL), session),
                      expires_at = IF({took}, VALUES(expires_at), expires_at)"
             ),
             remaining: format!("SELECT {left} FROM {t} WHERE name = ? AND expires_at > {now}"),
@@ -98,7 +104,7 @@ impl Sql {
             // The row stays, with its fence: the next holder's is larger.
             // Free from now (for BARGE_AFTER).
             release: format!(
-                "UPDATE {t} SET owner = '', holder = NULL, expires_at = {now}
+                "UPDATE {t} SET owner = '', holder = NULL, session = NULL, expires_at = {now}
                  WHERE name = ? AND owner = ? AND expires_at > {now}"
             ),
             inspect: format!("SELECT {columns} FROM {t} WHERE name = ? AND expires_at > {now}"),
@@ -193,6 +199,7 @@ impl MysqlBackend {
             req.owner.to_string().into(),
             req.label.into(),
             micros(req.ttl).into(),
+            self.batons.key(req.name).into(),
             self.batons.key(req.name).into(),
         ]);
         let changed = match session {
