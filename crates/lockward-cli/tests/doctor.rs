@@ -98,6 +98,7 @@ fn doctor_on_every_store() {
                     "{report}"
                 );
                 assert_eq!(level_of(&report, "probe"), Some("ok"), "{report}");
+                assert_eq!(level_of(&report, "proxy"), Some("ok"), "{report}");
                 assert_eq!(level_of(&report, "clock offset"), Some("ok"), "{report}");
                 assert_eq!(code, Some(1), "{report}");
             }

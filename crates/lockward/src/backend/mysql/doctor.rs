@@ -1,12 +1,13 @@
-//! MySQL and MariaDB: version, durability settings, clock, and a probe of
-//! one statement.
+//! MySQL and MariaDB: version, durability settings, clock, a proxy that
+//! multiplexes sessions, and a probe of the lock table.
 
 use std::time::Instant;
 
+use mysql_async::prelude::Queryable;
 use mysql_async::Params;
 
 use super::conn::Db;
-use super::url::MysqlUrl;
+use super::url::{MysqlMode, MysqlUrl};
 use crate::finding::{clock_finding, local_ms, Finding, Level};
 
 pub(crate) async fn check(url: &MysqlUrl) -> Vec<Finding> {
@@ -73,6 +74,44 @@ pub(crate) async fn check(url: &MysqlUrl) -> Vec<Finding> {
     if let Some(server) = clock.ok().and_then(|rows| rows.into_iter().next()) {
         let rtt = sent.elapsed().as_millis() as i64;
         out.push(clock_finding(server - (before + rtt / 2), rtt));
+    }
+    // Behind a proxy that multiplexes (ProxySQL, say), consecutive
+    // statements of one client connection may run on different server
+    // sessions: named locks, and lease mode's baton, then break.
+    let mut ids = Vec::new();
+    if let Ok(mut session) = db.session(url).await {
+        for _ in 0..4 {
+            if let Ok(Some(id)) = session
+                .query_first::<u64, _>("SELECT CONNECTION_ID()")
+                .await
+            {
+                ids.push(id);
+            }
+        }
+    }
+    ids.dedup();
+    match ids.len() {
+        0 => {}
+        1 => out.push(Finding::new(
+            Level::Ok,
+            "proxy",
+            "one server session per connection",
+        )),
+        _ => {
+            let level = if url.mode == MysqlMode::Named {
+                Level::Error
+            } else {
+                Level::Warning
+            };
+            let finding = Finding::new(
+                level,
+                "proxy",
+                "consecutive statements ran on different server sessions (a multiplexing proxy)",
+            );
+            out.push(finding.advise(
+                "named locks need a session of their own: connect directly, or pin the connection",
+            ));
+        }
     }
     // The lock table answers: what every acquisition reads first.
     let probe = format!("SELECT COUNT(*) FROM {} WHERE name = ''", url.table);
