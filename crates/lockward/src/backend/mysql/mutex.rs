@@ -184,9 +184,7 @@ impl MysqlBackend {
             sql: Sql::new(&url.table),
         })
     }
-}
 
-impl MysqlBackend {
     /// One try at the row of `req`, on the pool or on `session` (the
     /// baton holder's: the baton then counts as this caller's).
     pub(super) async fn attempt(
