@@ -36,6 +36,8 @@ mod queue;
 #[cfg(feature = "zookeeper")]
 mod records;
 #[cfg(feature = "zookeeper")]
+mod requests;
+#[cfg(feature = "zookeeper")]
 mod session;
 #[cfg(feature = "zookeeper")]
 pub mod side;
