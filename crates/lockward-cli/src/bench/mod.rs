@@ -45,6 +45,12 @@ pub struct BenchArgs {
     /// The election lease for the failover figures (0 skips).
     #[arg(long, default_value = "2s", value_parser = parse_duration_or_zero)]
     pub failover_lease: Duration,
+    /// Open this many sessions of another program, each listening on an
+    /// unrelated channel and left idle, for the whole run (PostgreSQL
+    /// only): shows whether lockward's rates depend on what else listens in
+    /// the database.
+    #[arg(long, default_value_t = 0)]
+    pub idle_listeners: usize,
     /// Also draw latency by percentile and throughput by clients to FILE.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -72,6 +78,8 @@ pub struct Results {
     pub semaphore: Option<(u32, Result<SemaphoreRates, String>)>,
     /// Read-write lock handles, and what was measured with them.
     pub rw: Option<(usize, Result<RwFigures, String>)>,
+    /// Idle listening sessions of another program open during the run.
+    pub idle_listeners: usize,
 }
 
 /// A read-write lock against a plain lock: uncontended medians of a plain
@@ -119,6 +127,13 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
             return exit::USAGE;
         }
     }
+    let _listeners = match idle_listeners(&parsed, args.idle_listeners).await {
+        Ok(sessions) => sessions,
+        Err(e) => {
+            eprintln!("lockward: --idle-listeners: {e}");
+            return exit::USAGE;
+        }
+    };
     let prefix = format!("lockward-bench/{:x}", fastrand::u64(..));
     let steps = 3 + args.clients.len() * same.len() + 2;
     let bar = progress_bar(steps as u64);
@@ -285,6 +300,7 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         keyspace,
         semaphore,
         rw,
+        idle_listeners: args.idle_listeners,
     };
     if let Some(path) = &args.svg {
         if let Err(e) = std::fs::write(path, report::svg(&results)) {
@@ -298,6 +314,27 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         print!("{}", report::table(&results));
     }
     0
+}
+
+/// Opens `n` idle listening sessions of another program on the server of
+/// `url`, kept open while the value lives.
+async fn idle_listeners(url: &StoreUrl, n: usize) -> Result<Vec<Box<dyn std::any::Any>>, String> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    match url {
+        #[cfg(feature = "postgres")]
+        StoreUrl::Postgres(pg) => {
+            let sessions = lockward::backend::postgres::side::idle_listeners(pg, n)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(sessions
+                .into_iter()
+                .map(|s| Box::new(s) as Box<dyn std::any::Any>)
+                .collect())
+        }
+        _ => Err("only PostgreSQL has listeners that other programs share".to_string()),
+    }
 }
 
 /// A bar on stderr; hidden when stderr is not a terminal.

@@ -114,6 +114,7 @@ pub fn json(r: &Results) -> Value {
     json!({
         "store": r.store,
         "duration_s": r.duration.as_secs_f64(),
+        "idle_listeners": r.idle_listeners,
         "floor_rtt_us": r.floor.map(us),
         "cycles_per_s": r.cycles_per_s(),
         "samples": r.cycles.len(),
@@ -147,6 +148,15 @@ pub fn table(r: &Results) -> String {
             r.store, r.duration
         ),
     );
+    if r.idle_listeners > 0 {
+        line(
+            &mut out,
+            format!(
+                "beside {} idle sessions of another program listening on an unrelated channel",
+                r.idle_listeners
+            ),
+        );
+    }
     line(
         &mut out,
         match r.floor {

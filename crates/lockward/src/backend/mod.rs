@@ -8,7 +8,7 @@
 
 mod capabilities;
 mod locks;
-#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 mod queued;
 mod records;
 pub mod side;

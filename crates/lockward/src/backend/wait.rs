@@ -140,6 +140,21 @@ where
     }
 }
 
+/// Sleeps `pause`, cut at `deadline`; `false` when the deadline came.
+pub(crate) async fn sleep_within(pause: Duration, deadline: Option<Instant>) -> bool {
+    let wake = Instant::now() + pause;
+    match deadline {
+        Some(d) if d <= wake => {
+            tokio::time::sleep_until(d.into()).await;
+            false
+        }
+        _ => {
+            tokio::time::sleep_until(wake.into()).await;
+            true
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

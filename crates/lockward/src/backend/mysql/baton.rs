@@ -31,7 +31,9 @@ use mysql_async::Conn;
 
 use super::mutex::MysqlBackend;
 use super::sessions::{Sessions, Waiting};
-use crate::backend::wait::{Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN};
+use crate::backend::wait::{
+    sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
+};
 use crate::backend::{Attempt, Grant, Request};
 use crate::error::{Error, Result};
 use crate::name::Name;
@@ -177,20 +179,5 @@ impl Batons {
             self.sessions.put_back(conn);
         }
         // Otherwise the session is dropped, and the baton with it.
-    }
-}
-
-/// Sleeps `pause`, cut at `deadline`; `false` when the deadline came.
-async fn sleep_within(pause: Duration, deadline: Option<Instant>) -> bool {
-    let wake = Instant::now() + pause;
-    match deadline {
-        Some(d) if d <= wake => {
-            tokio::time::sleep_until(d.into()).await;
-            false
-        }
-        _ => {
-            tokio::time::sleep_until(wake.into()).await;
-            true
-        }
     }
 }

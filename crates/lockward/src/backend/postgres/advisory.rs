@@ -32,10 +32,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use super::conn;
 use super::records::RecordTables;
+use super::sessions::{Sessions, Waiting};
 use super::url::PostgresUrl;
 use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, Request};
 use crate::error::{Error, Result};
@@ -48,14 +49,12 @@ const PING_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Advisory mode.
 pub struct AdvisoryBackend {
-    url: PostgresUrl,
     address: String,
     shared: conn::Shared,
     table: String,
     /// The connection holding each of this store's locks.
     held: Mutex<HashMap<(Name, OwnerId), Holding>>,
-    /// Connections to reuse for the next lock.
-    idle: Mutex<Vec<Client>>,
+    sessions: Sessions,
 }
 
 /// What ends the name of an advisory lock function for a shared hold
@@ -72,26 +71,6 @@ fn shared_suffix(shared: bool) -> &'static str {
 /// reader's).
 type Holding = (Arc<Client>, bool);
 
-/// A session waiting in the server's lock queue; cancelled and closed if
-/// the wait is dropped, so the server takes it out of the queue.
-struct Waiting {
-    client: Option<Client>,
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        if let Some(client) = self.client.take() {
-            let cancel = client.cancel_token();
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    let _ = cancel.cancel_query(NoTls).await;
-                    drop(client);
-                });
-            }
-        }
-    }
-}
-
 impl AdvisoryBackend {
     /// Connects and creates the bookkeeping table if needed.
     pub async fn connect(url: &PostgresUrl) -> Result<Self> {
@@ -101,35 +80,14 @@ impl AdvisoryBackend {
         Ok(AdvisoryBackend {
             shared: conn::Shared::new(url.clone(), address.clone(), client),
             table: url.table.clone(),
-            url: url.clone(),
+            sessions: Sessions::new(url, &address),
             address,
             held: Mutex::new(HashMap::new()),
-            idle: Mutex::new(Vec::new()),
         })
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Holding>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    async fn session(&self) -> Result<Client> {
-        let reusable = {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed())
-        };
-        match reusable {
-            Some(c) => Ok(c),
-            None => conn::open(&self.url, &self.address, |_| {}, || {}).await,
-        }
-    }
-
-    fn put_back(&self, client: Client) {
-        if !client.is_closed() {
-            self.idle
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(client);
-        }
     }
 
     fn lock_key(&self, name: &Name) -> String {
@@ -204,7 +162,7 @@ impl LockBackend for AdvisoryBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        let client = self.session().await?;
+        let client = self.sessions.take().await?;
         let shared = req.kind == Kind::Reader;
         let sql = self.take_sql(false, shared);
         let key = self.lock_key(req.name);
@@ -220,7 +178,7 @@ impl LockBackend for AdvisoryBackend {
                 Ok(Attempt::Granted { fence })
             }
             None => {
-                self.put_back(client);
+                self.sessions.put_back(client);
                 Ok(Attempt::Held { expires_in: None })
             }
         }
@@ -228,10 +186,8 @@ impl LockBackend for AdvisoryBackend {
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
         let started = Instant::now();
-        let mut waiting = Waiting {
-            client: Some(self.session().await?),
-        };
-        let client = waiting.client.as_ref().expect("just set");
+        let waiting = Waiting::new(self.sessions.take().await?);
+        let client = waiting.client();
         let timeout_ms = deadline.map_or(0, |d| {
             d.saturating_duration_since(started).as_millis().max(1)
         });
@@ -248,7 +204,7 @@ impl LockBackend for AdvisoryBackend {
             .query_opt(&sql, &[&key, &row_name, &owner, &req.label])
             .await;
         let granted_at = Instant::now();
-        let client = waiting.client.take().expect("still ours");
+        let client = waiting.take();
         match taken {
             Ok(Some(row)) => {
                 client
@@ -318,7 +274,7 @@ impl LockBackend for AdvisoryBackend {
         match unlocked {
             Ok(true) => {
                 if let Ok(client) = Arc::try_unwrap(client) {
-                    self.put_back(client);
+                    self.sessions.put_back(client);
                 }
                 Ok(())
             }

@@ -161,13 +161,6 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
              pid        integer
          );
          CREATE SEQUENCE IF NOT EXISTS {table}_fence;
-         CREATE TABLE IF NOT EXISTS {table}_line (
-             name       text NOT NULL,
-             owner      text NOT NULL,
-             joined_at  timestamptz NOT NULL,
-             expires_at timestamptz NOT NULL,
-             PRIMARY KEY (name, owner)
-         );
          CREATE TABLE IF NOT EXISTS {table}_records (
              key        text PRIMARY KEY,
              value      text NOT NULL,
@@ -185,6 +178,15 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
         .batch_execute(&ddl)
         .await
         .map_err(|e| pg_error(address, &e))
+}
+
+/// Whether the server ends sessions left idle (`idle_session_timeout`,
+/// PostgreSQL 14 and later), which lease mode's batons rely on.
+pub async fn ends_idle_sessions(client: &Client) -> bool {
+    let version = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .await;
+    version.is_ok_and(|row| row.get::<_, i32>(0) >= 140_000)
 }
 
 /// One shared connection, reopened on first use after it dropped, with the

@@ -4,9 +4,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Row};
 
+use super::baton::{self, Batons, HOLDER_IDLE_MARGIN};
+use super::sessions::Sessions;
 use super::url::{PostgresMode, PostgresUrl};
-use super::{advisory, conn, line, listen};
+use super::{advisory, conn, listen};
 use crate::backend::{Attempt, Backend, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::Result;
 use crate::lease::LockInfo;
@@ -25,56 +29,70 @@ pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
 pub(super) struct Sql {
     pub(super) table: String,
     acquire: String,
+    acquire_with_baton: String,
     remaining: String,
     release: String,
+    release_with_baton: String,
     extend: String,
+    extend_with_baton: String,
     list: String,
-    pub(super) line: line::LineSql,
 }
 
 impl Sql {
     fn new(t: &str) -> Sql {
         let live = "expires_at > clock_timestamp()";
         let left = "(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint";
-        let first = line::first_place(t);
-        let first_owner = format!("SELECT owner FROM ({first}) f");
+        let baton = baton::key_sql(t, 1);
+        // Granted when the row is free or expired and the name's baton is
+        // free or this session's (see [`baton`]): a free row goes to the
+        // waiter whose turn it is. The try takes the baton for the
+        // statement only when it was free. Concurrent grants serialise on
+        // the row (ON CONFLICT).
+        let acquire = format!(
+            "WITH got AS (
+                 INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
+                 SELECT $1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond'
+                 WHERE pg_try_advisory_xact_lock({baton})
+                 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
+                     fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
+                 WHERE l.expires_at <= clock_timestamp()
+                 RETURNING fence)"
+        );
+        // A release tells watchers of the table (elections); the next
+        // waiter learns from the baton.
+        let release = format!(
+            "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name)"
+        );
+        let extend = format!(
+            "UPDATE {t} SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
+             WHERE name = $1 AND owner = $2 AND {live}"
+        );
+        // On the session keeping the baton: the server ends it once it
+        // has been idle past the holder's lease ($5 / $4 ms).
+        let keep_until = "set_config('idle_session_timeout', $5, false)";
         Sql {
             table: t.to_string(),
-            // Granted when the row is free or expired and nobody queues
-            // ahead (the first live place is ours, or there is none); a
-            // grant takes our place out of the line. Concurrent grants
-            // serialise on the row (ON CONFLICT); a waiter that joins
-            // meanwhile joins behind.
-            acquire: format!(
-                "WITH got AS (
-                     INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
-                     SELECT $1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond'
-                     WHERE NOT EXISTS (SELECT 1 FROM ({first}) f WHERE f.owner <> $2)
-                     ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
-                         fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
-                     WHERE l.expires_at <= clock_timestamp()
-                     RETURNING fence),
-                 placed AS (DELETE FROM {t}_line WHERE name = $1 AND owner = $2 AND EXISTS (SELECT 1 FROM got))
-                 SELECT fence FROM got"
-            ),
+            acquire_with_baton: format!("{acquire} SELECT fence, {keep_until} FROM got"),
+            acquire: format!("{acquire} SELECT fence FROM got"),
             remaining: format!("SELECT {left} FROM {t} WHERE name = $1 AND {live}"),
-            // Tells watchers of the table, and the next in line on its own
-            // channel, which wakes that waiter only.
-            release: format!(
-                "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name)
-                 SELECT pg_notify('{t}', name),
-                        CASE WHEN next.owner IS NOT NULL THEN pg_notify('lockward_' || next.owner, name) END
-                 FROM gone LEFT JOIN ({first_owner}) next ON true"
+            // Evaluated left to right: the row is gone before the baton
+            // passes (the next waiter's statement then waits for this
+            // commit on the row, and finds it free).
+            release_with_baton: format!(
+                "{release}, told AS (SELECT pg_notify('{t}', name) FROM gone)
+                 SELECT (SELECT count(*) FROM told), pg_advisory_unlock({baton}),
+                        set_config('idle_session_timeout', '0', false)"
             ),
-            extend: format!(
-                "UPDATE {t} SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
-                 WHERE name = $1 AND owner = $2 AND {live}"
+            release: format!("{release} SELECT pg_notify('{t}', name) FROM gone"),
+            extend_with_baton: format!(
+                "WITH renewed AS ({extend} RETURNING 1)
+                 SELECT (SELECT count(*) FROM renewed), set_config('idle_session_timeout', $4, false)"
             ),
+            extend: format!("{extend} RETURNING 1"),
             list: format!(
                 "SELECT name, owner, holder, fence, {left} FROM {t}
                  WHERE starts_with(name, $1) AND {live} ORDER BY name"
             ),
-            line: line::LineSql::new(t),
         }
     }
 }
@@ -85,6 +103,7 @@ pub struct LeaseBackend {
     pub(super) shared: Arc<conn::Shared>,
     pub(super) listener: Arc<listen::Listener>,
     pub(super) sql: Sql,
+    batons: Batons,
 }
 
 pub(super) fn millis(d: Duration) -> i64 {
@@ -101,12 +120,118 @@ impl LeaseBackend {
         let address = url.to_string();
         let client = conn::open(url, &address, |_| {}, || {}).await?;
         conn::create_schema(&client, &url.table, &address).await?;
+        let batons_work = conn::ends_idle_sessions(&client).await;
         Ok(LeaseBackend {
             shared: Arc::new(conn::Shared::new(url.clone(), address.clone(), client)),
             listener: listen::Listener::new(url.clone(), address.clone()),
             sql: Sql::new(&url.table),
+            batons: Batons::new(Sessions::new(url, &address), &url.table, batons_work),
             address,
         })
+    }
+
+    /// One try at the row of `req`, on the shared connection.
+    pub(super) async fn attempt(&self, req: &Request<'_>) -> Result<Attempt> {
+        let owner = req.owner.to_string();
+        let params: [&(dyn ToSql + Sync); 4] =
+            [&req.name.as_str(), &owner, &req.label, &millis(req.ttl)];
+        let rows = self.run(&self.sql.acquire, &params).await?;
+        self.granted_or_held(req, rows.first()).await
+    }
+
+    /// One try at the row of `req` on `client`, the session holding the
+    /// name's baton (where a free row is ours); granted, the server ends
+    /// the session once it idles past the lease.
+    pub(super) async fn attempt_with_baton(
+        &self,
+        req: &Request<'_>,
+        client: &Client,
+    ) -> Result<Attempt> {
+        let owner = req.owner.to_string();
+        let (ttl, idle) = (
+            millis(req.ttl),
+            baton::setting(req.ttl + HOLDER_IDLE_MARGIN),
+        );
+        let rows = client
+            .query_typed(
+                &self.sql.acquire_with_baton,
+                &[
+                    (&req.name.as_str(), Type::TEXT),
+                    (&owner, Type::TEXT),
+                    (&req.label, Type::TEXT),
+                    (&ttl, Type::INT8),
+                    (&idle, Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(|e| conn::pg_error(&self.address, &e))?;
+        self.granted_or_held(req, rows.first()).await
+    }
+
+    /// The attempt's answer: the fence of `granted`, else how long the
+    /// holder's lease has left.
+    async fn granted_or_held(&self, req: &Request<'_>, granted: Option<&Row>) -> Result<Attempt> {
+        if let Some(row) = granted {
+            let fence: i64 = row.get(0);
+            return Ok(Attempt::Granted {
+                fence: u64::try_from(fence).unwrap_or(0),
+            });
+        }
+        let rows = self.run(&self.sql.remaining, &[&req.name.as_str()]).await?;
+        Ok(Attempt::Held {
+            expires_in: rows.first().map(|r| remaining(r.get(0))),
+        })
+    }
+
+    /// Renews on the session keeping the baton, which also tells the
+    /// server it is not idle; `None` when that session is gone.
+    async fn extend_with_baton(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Option<u64> {
+        let client = self.batons.keeper(name, owner)?;
+        let idle = baton::setting(ttl + HOLDER_IDLE_MARGIN);
+        let renewed = client
+            .query_typed(
+                &self.sql.extend_with_baton,
+                &[
+                    (&name.as_str(), Type::TEXT),
+                    (&owner.to_string(), Type::TEXT),
+                    (&millis(ttl), Type::INT8),
+                    (&idle, Type::TEXT),
+                ],
+            )
+            .await;
+        match renewed {
+            Ok(rows) => rows.first().map(|r| r.get::<_, i64>(0) as u64),
+            Err(_) => {
+                // The row is still the lock: renewed on the shared
+                // connection; the baton went with the session.
+                self.batons.forget(name, owner);
+                None
+            }
+        }
+    }
+
+    /// Releases on the session keeping the baton and passes the baton in
+    /// the same statement; `None` when that session is gone.
+    async fn release_with_baton(&self, name: &Name, owner: OwnerId) -> Option<u64> {
+        let client = self.batons.forget(name, owner)?;
+        let released = client
+            .query_typed(
+                &self.sql.release_with_baton,
+                &[
+                    (&name.as_str(), Type::TEXT),
+                    (&owner.to_string(), Type::TEXT),
+                ],
+            )
+            .await;
+        match released {
+            Ok(rows) => {
+                let count = rows.first().map_or(0, |r| r.get::<_, i64>(0) as u64);
+                self.batons.reuse(client);
+                Some(count)
+            }
+            // Dropped, the session closes and the baton passes.
+            Err(_) => None,
+        }
     }
 
     pub(super) async fn run(
@@ -155,28 +280,14 @@ impl LockBackend for LeaseBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        let owner = req.owner.to_string();
-        let ttl = millis(req.ttl);
-        let rows = self
-            .run(
-                &self.sql.acquire,
-                &[&req.name.as_str(), &owner, &req.label, &ttl],
-            )
-            .await?;
-        if let Some(row) = rows.first() {
-            let fence: i64 = row.get(0);
-            return Ok(Attempt::Granted {
-                fence: u64::try_from(fence).unwrap_or(0),
-            });
-        }
-        let rows = self.run(&self.sql.remaining, &[&req.name.as_str()]).await?;
-        Ok(Attempt::Held {
-            expires_in: rows.first().map(|r| remaining(r.get(0))),
-        })
+        self.attempt(req).await
     }
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
-        crate::backend::acquire_in_line(self, req, deadline).await
+        if let Some(over) = crate::backend::wait::first_attempt(self, req, deadline).await? {
+            return Ok(over);
+        }
+        self.batons.wait(self, req, deadline).await
     }
 
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
@@ -188,14 +299,22 @@ impl LockBackend for LeaseBackend {
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
-        let extend = format!("{} RETURNING 1", self.sql.extend);
+        if let Some(renewed) = self.extend_with_baton(name, owner, ttl).await {
+            return crate::backend::owner_checked(name, renewed);
+        }
         let rows = self
-            .run(&extend, &[&name.as_str(), &owner.to_string(), &millis(ttl)])
+            .run(
+                &self.sql.extend,
+                &[&name.as_str(), &owner.to_string(), &millis(ttl)],
+            )
             .await?;
         crate::backend::owner_checked(name, rows.len() as u64)
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        if let Some(released) = self.release_with_baton(name, owner).await {
+            return crate::backend::owner_checked(name, released);
+        }
         let rows = self
             .run(&self.sql.release, &[&name.as_str(), &owner.to_string()])
             .await?;

@@ -1,8 +1,8 @@
 //! Notifications over LISTEN/NOTIFY: one listening connection per store,
-//! opened at the first wait, listening on the channels its waiters want
-//! (a waiter in line on its own turn channel; watchers of a table on the
-//! table's, whose payload is the released name). When the connection
-//! drops, every waiter is woken to re-check, and the next wait reopens it.
+//! opened at the first watch, listening on the channels its watchers want
+//! (a table's, whose payload is the released name: elections watch it).
+//! When the connection drops, every watcher is woken to re-check, and the
+//! next watch reopens it.
 
 use std::sync::Arc;
 

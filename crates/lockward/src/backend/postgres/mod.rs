@@ -7,16 +7,16 @@
 //! Expiry is the server's clock, so client clocks do not matter. The fence
 //! comes from a sequence, drawn in the `SET` clause, i.e. after the row lock:
 //! drawn earlier, a contender that waited on the row could win later with a
-//! smaller token. Waiters `LISTEN` first, then join the name's line
-//! (`TABLE_line`, leased places in the order they joined, see [`line`]); a
-//! free row is granted only to the first live place. Release deletes the
-//! row if the owner matches and, in the same statement, notifies the next
-//! in line only; the first in line also re-checks at the holder's expiry.
+//! smaller token. Release deletes the row if the owner matches. Waiters
+//! take turns through a baton per name, a session advisory lock the
+//! server's lock manager hands to one waiter at a time (see [`baton`]).
 //!
 //! **`mode=advisory`**: session advisory locks; see [`advisory`].
 
 #[cfg(feature = "postgres")]
 pub mod advisory;
+#[cfg(feature = "postgres")]
+mod baton;
 #[cfg(feature = "postgres")]
 pub(crate) mod conn;
 #[cfg(feature = "postgres")]
@@ -24,11 +24,11 @@ pub(crate) mod doctor;
 #[cfg(feature = "postgres")]
 mod lease;
 #[cfg(feature = "postgres")]
-mod line;
-#[cfg(feature = "postgres")]
 mod listen;
 #[cfg(feature = "postgres")]
 mod records;
+#[cfg(feature = "postgres")]
+mod sessions;
 #[cfg(feature = "postgres")]
 pub mod side;
 pub mod url;

@@ -30,6 +30,26 @@ impl PostgresSide {
     }
 }
 
+/// Opens `n` sessions that `LISTEN` on a channel lockward never uses and
+/// then stay idle, as another program's listeners in the same database
+/// would (PostgreSQL signals every listening session of a database at each
+/// `NOTIFY`, whatever its channel). They close when dropped.
+///
+/// Cancellation: dropping the future closes the sessions opened so far.
+pub async fn idle_listeners(url: &PostgresUrl, n: usize) -> Result<Vec<tokio_postgres::Client>> {
+    let address = url.to_string();
+    let mut sessions = Vec::with_capacity(n);
+    for _ in 0..n {
+        let client = conn::open(url, &address, |_| {}, || {}).await?;
+        client
+            .batch_execute("LISTEN another_program_channel")
+            .await
+            .map_err(|e| conn::pg_error(&address, &e))?;
+        sessions.push(client);
+    }
+    Ok(sessions)
+}
+
 #[async_trait]
 impl SideClient for PostgresSide {
     async fn floor_round_trip(&mut self) -> Result<Duration> {
