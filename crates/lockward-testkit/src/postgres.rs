@@ -154,9 +154,10 @@ impl PostgresServer {
                     "full_page_writes=off",
                 ][..]
             })
-            // `lockward bench` at 256 clients: a connection each, and one
-            // more for LISTEN while a client waits.
-            .args(["-c", "max_connections=600"]);
+            // `lockward bench` at 256 clients: a connection each, one more
+            // while a client waits (its baton's session), and 240 idle
+            // listeners of another program beside them.
+            .args(["-c", "max_connections=1000"]);
         if self.tls {
             cmd.args(["-c", "ssl=on"])
                 .arg("-c")

@@ -161,6 +161,10 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
              pid        integer
          );
          CREATE SEQUENCE IF NOT EXISTS {table}_fence;
+         CREATE TABLE IF NOT EXISTS {table}_watched (
+             name       text PRIMARY KEY,
+             expires_at timestamptz NOT NULL
+         );
          CREATE TABLE IF NOT EXISTS {table}_records (
              key        text PRIMARY KEY,
              value      text NOT NULL,

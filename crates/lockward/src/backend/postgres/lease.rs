@@ -25,14 +25,17 @@ pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
     }
 }
 
+/// How long a watch marks its name as watched (releases notify meanwhile).
+const WATCH_KEEP: Duration = Duration::from_secs(600);
+
 /// The statements of lease mode, for one table.
 pub(super) struct Sql {
     pub(super) table: String,
     acquire: String,
     acquire_with_baton: String,
-    remaining: String,
     release: String,
     release_with_baton: String,
+    watch: String,
     extend: String,
     extend_with_baton: String,
     list: String,
@@ -58,10 +61,18 @@ impl Sql {
                  WHERE l.expires_at <= clock_timestamp()
                  RETURNING fence)"
         );
-        // A release tells watchers of the table (elections); the next
+        // A release tells those who watch the name (leader observers), if
+        // anyone does: a NOTIFY wakes every listening session of the
+        // database, so none is sent for a name nobody watches. The next
         // waiter learns from the baton.
+        // Not granted: the holder's time left, in the same round trip (read
+        // in the statement's snapshot: a hint for when to look again).
+        let held = format!("{t} WHERE name = $1 AND {live} AND NOT EXISTS (SELECT 1 FROM got)");
         let release = format!(
-            "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name)"
+            "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name),
+             told AS (SELECT pg_notify('{t}', name) FROM gone WHERE EXISTS (
+                 SELECT 1 FROM {t}_watched w WHERE w.name = gone.name AND w.expires_at > clock_timestamp()))
+             SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM told)"
         );
         let extend = format!(
             "UPDATE {t} SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
@@ -72,18 +83,25 @@ impl Sql {
         let keep_until = "set_config('idle_session_timeout', $5, false)";
         Sql {
             table: t.to_string(),
-            acquire_with_baton: format!("{acquire} SELECT fence, {keep_until} FROM got"),
-            acquire: format!("{acquire} SELECT fence FROM got"),
-            remaining: format!("SELECT {left} FROM {t} WHERE name = $1 AND {live}"),
+            acquire_with_baton: format!(
+                "{acquire} SELECT fence, NULL::bigint, {keep_until} FROM got
+                 UNION ALL SELECT NULL, {left}, NULL FROM {held}"
+            ),
+            acquire: format!(
+                "{acquire} SELECT fence, NULL::bigint FROM got UNION ALL SELECT NULL, {left} FROM {held}"
+            ),
             // Evaluated left to right: the row is gone before the baton
             // passes (the next waiter's statement then waits for this
             // commit on the row, and finds it free).
             release_with_baton: format!(
-                "{release}, told AS (SELECT pg_notify('{t}', name) FROM gone)
-                 SELECT (SELECT count(*) FROM told), pg_advisory_unlock({baton}),
-                        set_config('idle_session_timeout', '0', false)"
+                "{release}, pg_advisory_unlock({baton}), set_config('idle_session_timeout', '0', false)"
             ),
-            release: format!("{release} SELECT pg_notify('{t}', name) FROM gone"),
+            watch: format!(
+                "INSERT INTO {t}_watched (name, expires_at)
+                 VALUES ($1, clock_timestamp() + $2::bigint * interval '1 millisecond')
+                 ON CONFLICT (name) DO UPDATE SET expires_at = excluded.expires_at"
+            ),
+            release,
             extend_with_baton: format!(
                 "WITH renewed AS ({extend} RETURNING 1)
                  SELECT (SELECT count(*) FROM renewed), set_config('idle_session_timeout', $4, false)"
@@ -136,7 +154,7 @@ impl LeaseBackend {
         let params: [&(dyn ToSql + Sync); 4] =
             [&req.name.as_str(), &owner, &req.label, &millis(req.ttl)];
         let rows = self.run(&self.sql.acquire, &params).await?;
-        self.granted_or_held(req, rows.first()).await
+        Ok(Self::granted_or_held(rows.first()))
     }
 
     /// One try at the row of `req` on `client`, the session holding the
@@ -165,22 +183,21 @@ impl LeaseBackend {
             )
             .await
             .map_err(|e| conn::pg_error(&self.address, &e))?;
-        self.granted_or_held(req, rows.first()).await
+        Ok(Self::granted_or_held(rows.first()))
     }
 
-    /// The attempt's answer: the fence of `granted`, else how long the
-    /// holder's lease has left.
-    async fn granted_or_held(&self, req: &Request<'_>, granted: Option<&Row>) -> Result<Attempt> {
-        if let Some(row) = granted {
-            let fence: i64 = row.get(0);
-            return Ok(Attempt::Granted {
+    /// The attempt's answer, from its row: the fence, or how long the
+    /// holder's lease has left (no row: free, but not ours).
+    fn granted_or_held(row: Option<&Row>) -> Attempt {
+        match row.map(|r| (r.get::<_, Option<i64>>(0), r.get::<_, Option<i64>>(1))) {
+            Some((Some(fence), _)) => Attempt::Granted {
                 fence: u64::try_from(fence).unwrap_or(0),
-            });
+            },
+            Some((None, left)) => Attempt::Held {
+                expires_in: left.map(remaining),
+            },
+            None => Attempt::Held { expires_in: None },
         }
-        let rows = self.run(&self.sql.remaining, &[&req.name.as_str()]).await?;
-        Ok(Attempt::Held {
-            expires_in: rows.first().map(|r| remaining(r.get(0))),
-        })
     }
 
     /// Renews on the session keeping the baton, which also tells the
@@ -291,6 +308,10 @@ impl LockBackend for LeaseBackend {
     }
 
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        // Releases of the name notify while the mark lasts; a watch kept
+        // longer falls back to its own re-checks.
+        self.run(&self.sql.watch, &[&name.as_str(), &millis(WATCH_KEEP)])
+            .await?;
         Ok(Subscription::pushed(
             self.listener
                 .listen(&self.sql.table, Some(name.as_str()))
@@ -318,7 +339,8 @@ impl LockBackend for LeaseBackend {
         let rows = self
             .run(&self.sql.release, &[&name.as_str(), &owner.to_string()])
             .await?;
-        crate::backend::owner_checked(name, rows.len() as u64)
+        let released = rows.first().map_or(0, |r| r.get::<_, i64>(0) as u64);
+        crate::backend::owner_checked(name, released)
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
