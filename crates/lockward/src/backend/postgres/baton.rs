@@ -6,15 +6,20 @@
 //!
 //! The lease row stays the lock (server clock, fence); the baton says
 //! whose turn it is. A free lock nobody waits for is taken without it. A
-//! waiter asks for the baton on a session of its own and waits for it in
-//! the server; the one that has it tries the row on that session, where a
-//! free row is its alone (the taking statement asks that the baton be free
-//! or this session's: see [`super::lease`]), polling (1 → 50 ms, and at the
-//! holder's expiry) until it is granted, and keeps the baton while it holds
-//! the lock. Its release lets go of the baton in the same statement that
-//! deletes the row, which wakes the next waiter: under contention handoffs
-//! are pushed and go in the order the waiters asked, and a holder that
-//! releases and asks again queues behind them.
+//! waiter asks for the baton on a session of its own, and the statement
+//! that waits for it in the server goes on to try the row once it has it:
+//! there a free row is its alone (the taking statement asks that the baton
+//! be free or this session's: see [`super::lease`]). A holder that took the
+//! row without the baton (nobody waited then) is waited out by asking, in
+//! its row, to be told of its release: that release alone sends a NOTIFY,
+//! which the store's one listening connection hears; the baton's holder
+//! also looks at the row at the holder's expiry, and polls if it cannot
+//! listen. The waiter keeps the baton while it holds the lock,
+//! and its release lets go of it in the same statement that deletes the
+//! row, which wakes the next waiter, whose statement takes the row: under
+//! contention a handoff is one statement of each, pushed, in the order the
+//! waiters asked, and a holder that releases and asks again queues behind
+//! them.
 //!
 //! A session that keeps a baton is ended by the server when it falls idle
 //! for too long (`idle_session_timeout`, PostgreSQL 14 and later): a waiter
@@ -35,7 +40,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio_postgres::types::Type;
 use tokio_postgres::Client;
 
 use super::lease::{millis, LeaseBackend};
@@ -43,7 +47,8 @@ use super::sessions::{Sessions, Waiting};
 use crate::backend::wait::{
     sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
 };
-use crate::backend::{Attempt, Grant, Request};
+use crate::backend::waiters::Waiter;
+use crate::backend::{Attempt, Grant, Request, Wakeup};
 use crate::error::{Error, Result};
 use crate::name::Name;
 use crate::owner::OwnerId;
@@ -59,6 +64,10 @@ pub(super) const HOLDER_IDLE_MARGIN: Duration = Duration::from_millis(100);
 /// often (nothing needs it; it bounds what a lost wakeup could cost). Every
 /// waiter uses the same bound, so they rejoin in the order they joined.
 const WAIT_CAP: Duration = Duration::from_secs(30);
+
+/// A baton holder told of the release still looks at the row this often
+/// (in case the notification was lost with a connection).
+const TOLD_SAFETY_NET: Duration = Duration::from_secs(2);
 
 /// How long past its `lock_timeout` a wait for the baton may go without an
 /// answer before the server counts as gone.
@@ -81,24 +90,14 @@ pub(super) struct Batons {
     /// Whether the server ends idle sessions (PostgreSQL 14 and later);
     /// without that a stuck baton could stall its line, so waiters poll.
     enabled: bool,
-    ask: String,
     kept: Mutex<HashMap<(Name, OwnerId), Arc<Client>>>,
 }
 
 impl Batons {
-    pub(super) fn new(sessions: Sessions, table: &str, enabled: bool) -> Batons {
-        let key = key_sql(table, 1);
+    pub(super) fn new(sessions: Sessions, enabled: bool) -> Batons {
         Batons {
             sessions,
             enabled,
-            // The settings first (a subquery in FROM runs first): the lock
-            // wait reads `lock_timeout` when it starts. A wait that fails
-            // rolls the settings back with it.
-            ask: format!(
-                "SELECT pg_advisory_lock({key}) FROM (
-                     SELECT set_config('lock_timeout', $2, false),
-                            set_config('idle_session_timeout', $3, false)) s"
-            ),
             kept: Mutex::new(HashMap::new()),
         }
     }
@@ -142,56 +141,90 @@ impl Batons {
         let mut baton = false;
         let mut poll = Backoff::new(POLL_MIN, POLL_MAX);
         let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
+        // The caller has just tried the row.
+        let mut tried = true;
+        let mut expires_in = None;
+        // The baton holder's wakeup at the release of a holder without it.
+        let mut told: Option<Waiter> = None;
         loop {
-            let started = Instant::now();
-            // The baton's holder tries on its own session: there the baton
-            // counts as its own, and a free row goes to it.
-            let attempt = match session.as_ref().filter(|_| baton) {
-                Some(waiting) => backend.attempt_with_baton(req, waiting.client()).await,
-                None => backend.attempt(req).await,
-            };
-            let expires_in = match attempt {
-                Ok(Attempt::Granted { fence }) => {
-                    if let Some(waiting) = session.take() {
-                        let client = waiting.take();
-                        if baton {
-                            self.kept()
-                                .insert((req.name.clone(), req.owner), Arc::new(client));
-                        } else {
-                            self.sessions.put_back(client);
+            if let Some(wakeup) = told.as_mut() {
+                wakeup.mark_seen();
+            }
+            if !std::mem::take(&mut tried) {
+                let started = Instant::now();
+                // The baton's holder tries on its own session: there the
+                // baton counts as its own, and a free row goes to it.
+                let attempt = match session.as_ref().filter(|_| baton) {
+                    Some(waiting) => backend.attempt_with_baton(req, waiting.client()).await,
+                    None => backend.attempt(req).await,
+                };
+                match attempt {
+                    Ok(Attempt::Granted { fence }) => {
+                        if let Some(waiting) = session.take() {
+                            let client = waiting.take();
+                            if baton {
+                                self.kept()
+                                    .insert((req.name.clone(), req.owner), Arc::new(client));
+                            } else {
+                                self.sessions.put_back(client);
+                            }
                         }
+                        return Ok(Some(Grant { fence, started }));
                     }
-                    return Ok(Some(Grant { fence, started }));
-                }
-                Ok(Attempt::Held { expires_in }) => {
-                    outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
-                    expires_in
-                }
-                // The server went away while we waited (or ended a session
-                // we kept idle too long): waited out, on a new session (the
-                // baton went with the old one).
-                Err(e @ Error::Unavailable { .. }) => {
-                    tracing::warn!(name, error = %e, "store unavailable while waiting; retrying");
-                    session = None;
-                    baton = false;
-                    if !sleep_within(outage.next_delay(), deadline).await {
-                        return Ok(None);
+                    Ok(Attempt::Held { expires_in: left }) => {
+                        outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
+                        expires_in = left;
                     }
-                    continue;
+                    // The server went away while we waited (or ended a
+                    // session we kept idle too long): waited out, on a new
+                    // session (the baton went with the old one).
+                    Err(e @ Error::Unavailable { .. }) => {
+                        tracing::warn!(name, error = %e, "store unavailable while waiting; retrying");
+                        session = None;
+                        baton = false;
+                        told = None;
+                        if !sleep_within(outage.next_delay(), deadline).await {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
-            };
+            }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 self.give_up(session, baton);
                 return Ok(None);
             }
             if baton {
-                // First in line: the row, polled, and at the holder's expiry.
-                let mut pause = poll.next_delay();
-                if let Some(left) = expires_in {
-                    pause = pause.min(left + EXPIRY_MARGIN);
+                if told.is_none() {
+                    // Told, it looks at the row less often: its session may
+                    // idle that long (plus `BATON_IDLE`) before the server
+                    // counts it as stuck.
+                    let waiting = session.as_ref().expect("the baton's holder has a session");
+                    let idle = format!(
+                        "SET idle_session_timeout = {}",
+                        setting(TOLD_SAFETY_NET + BATON_IDLE)
+                    );
+                    if waiting.client().batch_execute(&idle).await.is_err() {
+                        session = None;
+                        baton = false;
+                        continue;
+                    }
+                    match backend.tell_me_of_release(req.name).await {
+                        Ok(Some((wakeup, left))) => {
+                            told = Some(wakeup);
+                            expires_in = Some(left);
+                        }
+                        // Released meanwhile: look again at once.
+                        Ok(None) => continue,
+                        // Polled instead.
+                        Err(_) => {}
+                    }
                 }
-                if !sleep_within(pause, deadline).await {
+                if !self
+                    .pause(&mut poll, told.as_mut(), expires_in, deadline)
+                    .await
+                {
                     self.give_up(session, baton);
                     return Ok(None);
                 }
@@ -210,45 +243,64 @@ impl Batons {
             let bound = deadline.map_or(WAIT_CAP, |d| {
                 d.saturating_duration_since(Instant::now()).min(WAIT_CAP)
             });
-            let asked = self.ask(waiting.client(), name, bound);
-            match tokio::time::timeout(bound + ANSWER_MARGIN, asked).await {
-                Ok(Ok(true)) => {
-                    baton = true;
-                    poll = Backoff::new(POLL_MIN, POLL_MAX);
+            let sent = Instant::now();
+            let turn = backend.wait_then_attempt(req, waiting.client(), bound);
+            expires_in = match tokio::time::timeout(bound + ANSWER_MARGIN, turn).await {
+                Ok(Ok(Some((Attempt::Granted { fence }, waited)))) => {
+                    let client = session.take().expect("waited on it").take();
+                    self.kept()
+                        .insert((req.name.clone(), req.owner), Arc::new(client));
+                    // The lease counts from the row's taking, after the
+                    // wait; never later than the server's.
+                    return Ok(Some(Grant {
+                        fence,
+                        started: sent + waited,
+                    }));
                 }
+                Ok(Ok(Some((Attempt::Held { expires_in }, _)))) => expires_in,
                 // Not within the bound: look at the row again.
-                Ok(Ok(false)) => {}
+                Ok(Ok(None)) => continue,
                 // A session that died (an idle one, or the server), or a
                 // server that stopped answering: a new one next time.
-                Ok(Err(_)) | Err(_) => session = None,
-            }
+                Ok(Err(_)) | Err(_) => {
+                    session = None;
+                    if !sleep_within(outage.next_delay(), deadline).await {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+            };
+            // Our turn, but the holder took the row without the baton: its
+            // release, told (or polled), and its expiry, waited for above.
+            baton = true;
+            poll = Backoff::new(POLL_MIN, POLL_MAX);
         }
     }
 
-    /// Waits up to `bound` for the baton of `name` on `client`; `true` when
-    /// it has it.
-    async fn ask(&self, client: &Client, name: &str, bound: Duration) -> Result<bool> {
-        let (timeout, idle) = (setting(bound), setting(BATON_IDLE));
-        let asked = client
-            .query_typed(
-                &self.ask,
-                &[
-                    (&name, Type::TEXT),
-                    (&timeout, Type::TEXT),
-                    (&idle, Type::TEXT),
-                ],
-            )
-            .await;
-        match asked {
-            Ok(_) => Ok(true),
-            // 55P03: lock_timeout; 57014: a statement_timeout of the server's.
-            Err(e)
-                if e.code()
-                    .is_some_and(|c| matches!(c.code(), "55P03" | "57014")) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(super::conn::pg_error(self.sessions.address(), &e)),
+    /// The baton holder's pause before it looks at the row again: until
+    /// the release is told (at the latest after `TOLD_SAFETY_NET`), else
+    /// the next of `poll`; cut at the holder's expiry. `false` when
+    /// `deadline` came first.
+    async fn pause(
+        &self,
+        poll: &mut Backoff,
+        told: Option<&mut Waiter>,
+        expires_in: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> bool {
+        let mut pause = match told {
+            Some(_) => TOLD_SAFETY_NET,
+            None => poll.next_delay(),
+        };
+        if let Some(left) = expires_in {
+            pause = pause.min(left + EXPIRY_MARGIN);
+        }
+        match told {
+            Some(wakeup) => tokio::select! {
+                _ = wakeup.changed() => true,
+                slept = sleep_within(pause, deadline) => slept,
+            },
+            None => sleep_within(pause, deadline).await,
         }
     }
 

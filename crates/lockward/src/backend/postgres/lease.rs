@@ -7,10 +7,11 @@ use async_trait::async_trait;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row};
 
-use super::baton::{self, Batons, HOLDER_IDLE_MARGIN};
+use super::baton::{self, Batons, BATON_IDLE, HOLDER_IDLE_MARGIN};
 use super::sessions::Sessions;
 use super::url::{PostgresMode, PostgresUrl};
 use super::{advisory, conn, listen};
+use crate::backend::waiters::Waiter;
 use crate::backend::{Attempt, Backend, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::Result;
 use crate::lease::LockInfo;
@@ -33,9 +34,11 @@ pub(super) struct Sql {
     pub(super) table: String,
     acquire: String,
     acquire_with_baton: String,
+    wait_then_acquire: String,
     release: String,
     release_with_baton: String,
     watch: String,
+    ask_to_be_told: String,
     extend: String,
     extend_with_baton: String,
     list: String,
@@ -48,29 +51,57 @@ impl Sql {
         let baton = baton::key_sql(t, 1);
         // Granted when the row is free or expired and the name's baton is
         // free or this session's (see [`baton`]): a free row goes to the
-        // waiter whose turn it is. The try takes the baton for the
-        // statement only when it was free. Concurrent grants serialise on
-        // the row (ON CONFLICT).
-        let acquire = format!(
-            "WITH got AS (
-                 INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
+        // waiter whose turn it is. Concurrent grants serialise on the row
+        // (ON CONFLICT, which judges the row's latest version). Returns the
+        // fence, and how long after the statement's start the row was
+        // taken (the server's wait for the baton, when it waited).
+        let take = |source: &str| {
+            format!(
+                "INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
                  SELECT $1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond'
-                 WHERE pg_try_advisory_xact_lock({baton})
+                 {source}
                  ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
                      fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
                  WHERE l.expires_at <= clock_timestamp()
-                 RETURNING fence)"
+                 RETURNING fence,
+                     (extract(epoch FROM expires_at - statement_timestamp()) * 1000000)::bigint
+                         - $4::bigint * 1000 AS waited_us"
+            )
+        };
+        // The try takes the baton for the statement only when it was free.
+        let acquire = format!(
+            "WITH got AS ({})",
+            take(&format!("WHERE pg_try_advisory_xact_lock({baton})"))
         );
-        // A release tells those who watch the name (leader observers), if
+        // A waiter's turn and its try in one statement: the insert reads
+        // from `turn`, so it runs once the server hands over the baton.
+        // The settings come first (a subquery in FROM runs first): the
+        // lock wait reads `lock_timeout` when it starts; a wait that fails
+        // rolls them back with it. The server looks at the waiter's
+        // connection every `BATON_IDLE` while it waits, so a waiter that
+        // died leaves the line then, instead of being granted the lock
+        // (which a waiter cut off or stopped in the line is, as a
+        // ZooKeeper waiter is, and keeps for its lease).
+        let wait_then_acquire = format!(
+            "WITH turn AS (
+                 SELECT pg_advisory_lock({baton}) FROM (
+                     SELECT set_config('lock_timeout', $6, false),
+                            set_config('idle_session_timeout', $7, false),
+                            set_config('client_connection_check_interval', $7, false)) s),
+             got AS ({})",
+            take("FROM turn")
+        );
+        // A release tells those who watch the name (leader observers) and
+        // a waiter who asked in the row (`pid`, see `ask_to_be_told`), if
         // anyone does: a NOTIFY wakes every listening session of the
-        // database, so none is sent for a name nobody watches. The next
-        // waiter learns from the baton.
+        // database, so none is sent otherwise. The next waiter in the
+        // baton's line learns from the baton.
         // Not granted: the holder's time left, in the same round trip (read
         // in the statement's snapshot: a hint for when to look again).
         let held = format!("{t} WHERE name = $1 AND {live} AND NOT EXISTS (SELECT 1 FROM got)");
         let release = format!(
-            "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name),
-             told AS (SELECT pg_notify('{t}', name) FROM gone WHERE EXISTS (
+            "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name, pid),
+             told AS (SELECT pg_notify('{t}', name) FROM gone WHERE gone.pid IS NOT NULL OR EXISTS (
                  SELECT 1 FROM {t}_watched w WHERE w.name = gone.name AND w.expires_at > clock_timestamp()))
              SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM told)"
         );
@@ -87,6 +118,10 @@ impl Sql {
                 "{acquire} SELECT fence, NULL::bigint, {keep_until} FROM got
                  UNION ALL SELECT NULL, {left}, NULL FROM {held}"
             ),
+            wait_then_acquire: format!(
+                "{wait_then_acquire} SELECT fence, NULL::bigint, waited_us, {keep_until} FROM got
+                 UNION ALL SELECT NULL, {left}, NULL, NULL FROM {held}"
+            ),
             acquire: format!(
                 "{acquire} SELECT fence, NULL::bigint FROM got UNION ALL SELECT NULL, {left} FROM {held}"
             ),
@@ -95,6 +130,9 @@ impl Sql {
             // commit on the row, and finds it free).
             release_with_baton: format!(
                 "{release}, pg_advisory_unlock({baton}), set_config('idle_session_timeout', '0', false)"
+            ),
+            ask_to_be_told: format!(
+                "UPDATE {t} SET pid = pg_backend_pid() WHERE name = $1 AND {live} RETURNING {left}"
             ),
             watch: format!(
                 "INSERT INTO {t}_watched (name, expires_at)
@@ -143,7 +181,7 @@ impl LeaseBackend {
             shared: Arc::new(conn::Shared::new(url.clone(), address.clone(), client)),
             listener: listen::Listener::new(url.clone(), address.clone()),
             sql: Sql::new(&url.table),
-            batons: Batons::new(Sessions::new(url, &address), &url.table, batons_work),
+            batons: Batons::new(Sessions::new(url, &address), batons_work),
             address,
         })
     }
@@ -184,6 +222,71 @@ impl LeaseBackend {
             .await
             .map_err(|e| conn::pg_error(&self.address, &e))?;
         Ok(Self::granted_or_held(rows.first()))
+    }
+
+    /// Waits up to `bound` on `client` for the baton of `req`'s name, then
+    /// tries the row, in one statement. `None` when the bound passed;
+    /// else the baton is this session's, and the try's answer comes with,
+    /// when granted, how long the server waited for the baton first.
+    pub(super) async fn wait_then_attempt(
+        &self,
+        req: &Request<'_>,
+        client: &Client,
+        bound: Duration,
+    ) -> Result<Option<(Attempt, Duration)>> {
+        let owner = req.owner.to_string();
+        let (ttl, keep) = (
+            millis(req.ttl),
+            baton::setting(req.ttl + HOLDER_IDLE_MARGIN),
+        );
+        let (timeout, idle) = (baton::setting(bound), baton::setting(BATON_IDLE));
+        let rows = client
+            .query_typed(
+                &self.sql.wait_then_acquire,
+                &[
+                    (&req.name.as_str(), Type::TEXT),
+                    (&owner, Type::TEXT),
+                    (&req.label, Type::TEXT),
+                    (&ttl, Type::INT8),
+                    (&keep, Type::TEXT),
+                    (&timeout, Type::TEXT),
+                    (&idle, Type::TEXT),
+                ],
+            )
+            .await;
+        match rows {
+            Ok(rows) => {
+                let waited = rows.first().and_then(|r| r.get::<_, Option<i64>>(2));
+                let waited = Duration::from_micros(waited.map_or(0, |us| us.max(0) as u64));
+                Ok(Some((Self::granted_or_held(rows.first()), waited)))
+            }
+            // 55P03: lock_timeout; 57014: a statement_timeout of the server's.
+            Err(e)
+                if e.code()
+                    .is_some_and(|c| matches!(c.code(), "55P03" | "57014")) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(conn::pg_error(&self.address, &e)),
+        }
+    }
+
+    /// For the baton's holder waiting out a holder that took the row
+    /// without the baton: a wakeup at the row's release, asked for in the
+    /// row (so that release notifies). `None` when the row was no longer
+    /// held, else the holder's time left.
+    pub(super) async fn tell_me_of_release(
+        &self,
+        name: &Name,
+    ) -> Result<Option<(Waiter, Duration)>> {
+        let wakeup = self
+            .listener
+            .listen(&self.sql.table, Some(name.as_str()))
+            .await?;
+        let rows = self
+            .run(&self.sql.ask_to_be_told, &[&name.as_str()])
+            .await?;
+        Ok(rows.first().map(|r| (wakeup, remaining(r.get(0)))))
     }
 
     /// The attempt's answer, from its row: the fence, or how long the

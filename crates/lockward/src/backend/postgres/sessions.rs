@@ -32,11 +32,6 @@ impl Sessions {
         }
     }
 
-    /// The server's address, for errors.
-    pub(super) fn address(&self) -> &str {
-        &self.address
-    }
-
     /// An idle session that is still open, or a new one.
     pub(super) async fn take(&self) -> Result<Client> {
         let reusable = {
