@@ -100,7 +100,9 @@ impl Sql {
         // in the statement's snapshot: a hint for when to look again).
         let held = format!("{t} WHERE name = $1 AND {live} AND NOT EXISTS (SELECT 1 FROM got)");
         let release = format!(
-            "WITH gone AS (DELETE FROM {t} WHERE name = $1 AND owner = $2 AND {live} RETURNING name, pid),
+            "WITH gone AS (
+                 UPDATE {t} SET owner = '', holder = NULL, expires_at = clock_timestamp()
+                 WHERE name = $1 AND owner = $2 AND {live} RETURNING name, pid),
              told AS (SELECT pg_notify('{t}', name) FROM gone WHERE gone.pid IS NOT NULL OR EXISTS (
                  SELECT 1 FROM {t}_watched w WHERE w.name = gone.name AND w.expires_at > clock_timestamp()))
              SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM told)"

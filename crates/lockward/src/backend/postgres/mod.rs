@@ -7,7 +7,11 @@
 //! Expiry is the server's clock, so client clocks do not matter. The fence
 //! comes from a sequence, drawn in the `SET` clause, i.e. after the row lock:
 //! drawn earlier, a contender that waited on the row could win later with a
-//! smaller token. Release deletes the row if the owner matches. Waiters
+//! smaller token. Release frees the row in place if the owner matches
+//! (owner cleared, expired now): an update the server keeps on the row's
+//! page, where a delete and a new insert per holder would leave a version
+//! per handoff for every lookup to step over while waiting statements hold
+//! old snapshots. Waiters
 //! take turns through a baton per name, a session advisory lock the
 //! server's lock manager hands to one waiter at a time (see [`baton`]).
 //!
