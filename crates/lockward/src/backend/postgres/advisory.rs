@@ -32,11 +32,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tokio_postgres::Client;
 
 use super::conn;
 use super::records::RecordTables;
-use super::sessions::{Sessions, Waiting};
+use super::sessions::{Session, Sessions, Waiting};
 use super::url::PostgresUrl;
 use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, Request};
 use crate::error::{Error, Result};
@@ -69,7 +68,7 @@ fn shared_suffix(shared: bool) -> &'static str {
 
 /// The session holding one lock, and whether its hold is shared (a
 /// reader's).
-type Holding = (Arc<Client>, bool);
+type Holding = (Arc<Session>, bool);
 
 impl AdvisoryBackend {
     /// Connects and creates the bookkeeping table if needed.
@@ -117,7 +116,7 @@ impl AdvisoryBackend {
         )
     }
 
-    fn record(&self, req: &Request<'_>, client: Client, fence: i64) -> u64 {
+    fn record(&self, req: &Request<'_>, client: Session, fence: i64) -> u64 {
         self.held().insert(
             (req.name.clone(), req.owner),
             (Arc::new(client), req.kind == Kind::Reader),

@@ -40,10 +40,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio_postgres::Client;
-
 use super::lease::{millis, LeaseBackend};
-use super::sessions::{Sessions, Waiting};
+use super::sessions::{Session, Sessions, Waiting};
 use crate::backend::wait::{
     sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
 };
@@ -90,7 +88,7 @@ pub(super) struct Batons {
     /// Whether the server ends idle sessions (PostgreSQL 14 and later);
     /// without that a stuck baton could stall its line, so waiters poll.
     enabled: bool,
-    kept: Mutex<HashMap<(Name, OwnerId), Arc<Client>>>,
+    kept: Mutex<HashMap<(Name, OwnerId), Arc<Session>>>,
 }
 
 impl Batons {
@@ -102,25 +100,25 @@ impl Batons {
         }
     }
 
-    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Arc<Client>>> {
+    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Arc<Session>>> {
         self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The session keeping the baton of `name` for its holder `owner`.
-    pub(super) fn keeper(&self, name: &Name, owner: OwnerId) -> Option<Arc<Client>> {
+    pub(super) fn keeper(&self, name: &Name, owner: OwnerId) -> Option<Arc<Session>> {
         self.kept().get(&(name.clone(), owner)).cloned()
     }
 
     /// Forgets the session keeping `owner`'s baton of `name`; `true` when
     /// there was one. Dropped, a session that still held the baton gives it
     /// up as it closes.
-    pub(super) fn forget(&self, name: &Name, owner: OwnerId) -> Option<Arc<Client>> {
+    pub(super) fn forget(&self, name: &Name, owner: OwnerId) -> Option<Arc<Session>> {
         self.kept().remove(&(name.clone(), owner))
     }
 
     /// After a release that let go of the baton on `client`: keeps the
     /// session for the next wait.
-    pub(super) fn reuse(&self, client: Arc<Client>) {
+    pub(super) fn reuse(&self, client: Arc<Session>) {
         if let Ok(client) = Arc::try_unwrap(client) {
             self.sessions.put_back(client);
         }

@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, Row};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 use super::baton::{self, Batons, BATON_IDLE, HOLDER_IDLE_MARGIN};
-use super::sessions::Sessions;
+use super::sessions::{Session, Sessions};
 use super::url::{PostgresMode, PostgresUrl};
 use super::{advisory, conn, listen};
 use crate::backend::waiters::Waiter;
@@ -203,7 +203,7 @@ impl LeaseBackend {
     pub(super) async fn attempt_with_baton(
         &self,
         req: &Request<'_>,
-        client: &Client,
+        client: &Session,
     ) -> Result<Attempt> {
         let owner = req.owner.to_string();
         let (ttl, idle) = (
@@ -211,15 +211,9 @@ impl LeaseBackend {
             baton::setting(req.ttl + HOLDER_IDLE_MARGIN),
         );
         let rows = client
-            .query_typed(
+            .query(
                 &self.sql.acquire_with_baton,
-                &[
-                    (&req.name.as_str(), Type::TEXT),
-                    (&owner, Type::TEXT),
-                    (&req.label, Type::TEXT),
-                    (&ttl, Type::INT8),
-                    (&idle, Type::TEXT),
-                ],
+                &[&req.name.as_str(), &owner, &req.label, &ttl, &idle],
             )
             .await
             .map_err(|e| conn::pg_error(&self.address, &e))?;
@@ -233,7 +227,7 @@ impl LeaseBackend {
     pub(super) async fn wait_then_attempt(
         &self,
         req: &Request<'_>,
-        client: &Client,
+        client: &Session,
         bound: Duration,
     ) -> Result<Option<(Attempt, Duration)>> {
         let owner = req.owner.to_string();
@@ -243,16 +237,16 @@ impl LeaseBackend {
         );
         let (timeout, idle) = (baton::setting(bound), baton::setting(BATON_IDLE));
         let rows = client
-            .query_typed(
+            .query(
                 &self.sql.wait_then_acquire,
                 &[
-                    (&req.name.as_str(), Type::TEXT),
-                    (&owner, Type::TEXT),
-                    (&req.label, Type::TEXT),
-                    (&ttl, Type::INT8),
-                    (&keep, Type::TEXT),
-                    (&timeout, Type::TEXT),
-                    (&idle, Type::TEXT),
+                    &req.name.as_str(),
+                    &owner,
+                    &req.label,
+                    &ttl,
+                    &keep,
+                    &timeout,
+                    &idle,
                 ],
             )
             .await;
@@ -311,14 +305,9 @@ impl LeaseBackend {
         let client = self.batons.keeper(name, owner)?;
         let idle = baton::setting(ttl + HOLDER_IDLE_MARGIN);
         let renewed = client
-            .query_typed(
+            .query(
                 &self.sql.extend_with_baton,
-                &[
-                    (&name.as_str(), Type::TEXT),
-                    (&owner.to_string(), Type::TEXT),
-                    (&millis(ttl), Type::INT8),
-                    (&idle, Type::TEXT),
-                ],
+                &[&name.as_str(), &owner.to_string(), &millis(ttl), &idle],
             )
             .await;
         match renewed {
@@ -337,12 +326,9 @@ impl LeaseBackend {
     async fn release_with_baton(&self, name: &Name, owner: OwnerId) -> Option<u64> {
         let client = self.batons.forget(name, owner)?;
         let released = client
-            .query_typed(
+            .query(
                 &self.sql.release_with_baton,
-                &[
-                    (&name.as_str(), Type::TEXT),
-                    (&owner.to_string(), Type::TEXT),
-                ],
+                &[&name.as_str(), &owner.to_string()],
             )
             .await;
         match released {

@@ -3,9 +3,11 @@
 //! the idle ones or opened, given back holding nothing, and cancelled and
 //! closed when a wait on one is given up.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use super::conn;
 use super::url::PostgresUrl;
@@ -15,12 +17,62 @@ use crate::error::Result;
 /// (a burst of waiters would otherwise keep as many connections open).
 const MAX_IDLE: usize = 16;
 
+/// A session, and the statements prepared on it (prepared once, a
+/// statement is then one round trip with nothing to parse or plan).
+pub(super) struct Session {
+    client: Client,
+    prepared: Mutex<HashMap<String, Statement>>,
+}
+
+impl Session {
+    fn new(client: Client) -> Session {
+        Session {
+            client,
+            prepared: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Runs `sql`, prepared on this session at its first use.
+    pub(super) async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let cached = self
+            .prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sql)
+            .cloned();
+        let statement = match cached {
+            Some(s) => s,
+            None => {
+                let s = self.client.prepare(sql).await?;
+                self.prepared
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(sql.to_string(), s.clone());
+                s
+            }
+        };
+        self.client.query(&statement, params).await
+    }
+}
+
+impl std::ops::Deref for Session {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
 /// The sessions of one store.
 pub(super) struct Sessions {
     url: PostgresUrl,
     address: String,
     /// Sessions holding nothing, for the next lock or wait.
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Session>>,
 }
 
 impl Sessions {
@@ -33,20 +85,22 @@ impl Sessions {
     }
 
     /// An idle session that is still open, or a new one.
-    pub(super) async fn take(&self) -> Result<Client> {
+    pub(super) async fn take(&self) -> Result<Session> {
         let reusable = {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
             std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed())
         };
         match reusable {
             Some(c) => Ok(c),
-            None => conn::open(&self.url, &self.address, |_| {}, || {}).await,
+            None => Ok(Session::new(
+                conn::open(&self.url, &self.address, |_| {}, || {}).await?,
+            )),
         }
     }
 
     /// Keeps `client`, which holds nothing, for the next use (or closes it
     /// when enough are idle).
-    pub(super) fn put_back(&self, client: Client) {
+    pub(super) fn put_back(&self, client: Session) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if !client.is_closed() && idle.len() < MAX_IDLE {
             idle.push(client);
@@ -59,25 +113,25 @@ impl Sessions {
 /// server takes it out of the queue (and frees a lock granted at that very
 /// moment, with the session).
 pub(super) struct Waiting {
-    client: Option<Client>,
+    client: Option<Session>,
 }
 
 impl Waiting {
-    pub(super) fn new(client: Client) -> Waiting {
+    pub(super) fn new(client: Session) -> Waiting {
         Waiting {
             client: Some(client),
         }
     }
 
     /// The session.
-    pub(super) fn client(&self) -> &Client {
+    pub(super) fn client(&self) -> &Session {
         self.client
             .as_ref()
             .expect("a Waiting holds its session until taken")
     }
 
     /// The session back, the wait over.
-    pub(super) fn take(mut self) -> Client {
+    pub(super) fn take(mut self) -> Session {
         self.client
             .take()
             .expect("a Waiting holds its session until taken")
