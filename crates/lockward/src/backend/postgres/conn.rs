@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex;
 use tokio_postgres::tls::TlsStream;
-use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls};
+use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Statement};
 
 use super::url::PostgresUrl;
 use crate::error::{Error, Result};
@@ -201,9 +201,38 @@ pub struct Shared {
     client: Mutex<Option<Connected>>,
 }
 
-type Prepared = std::collections::HashMap<String, tokio_postgres::Statement>;
+/// The statements prepared on one connection, by their text (prepared
+/// once, a statement is then one round trip with nothing to parse or plan).
+#[derive(Default)]
+pub struct Prepared(std::sync::Mutex<std::collections::HashMap<String, Statement>>);
+
+impl Prepared {
+    /// `sql` as prepared on `client`, preparing it at its first use.
+    pub async fn statement(
+        &self,
+        client: &Client,
+        sql: &str,
+    ) -> std::result::Result<Statement, tokio_postgres::Error> {
+        let cached = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sql)
+            .cloned();
+        if let Some(statement) = cached {
+            return Ok(statement);
+        }
+        let statement = client.prepare(sql).await?;
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+}
+
 /// A live connection and the statements prepared on it.
-type Connected = (Arc<Client>, Arc<std::sync::Mutex<Prepared>>);
+type Connected = (Arc<Client>, Arc<Prepared>);
 
 impl Shared {
     pub fn new(url: PostgresUrl, address: String, client: Client) -> Self {
@@ -233,25 +262,10 @@ impl Shared {
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Vec<tokio_postgres::Row>> {
         let (client, prepared) = self.get().await?;
-        let cached = prepared
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(sql)
-            .cloned();
-        let statement = match cached {
-            Some(s) => s,
-            None => {
-                let s = client
-                    .prepare(sql)
-                    .await
-                    .map_err(|e| pg_error(&self.address, &e))?;
-                prepared
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(sql.to_string(), s.clone());
-                s
-            }
-        };
+        let statement = prepared
+            .statement(&client, sql)
+            .await
+            .map_err(|e| pg_error(&self.address, &e))?;
         client
             .query(&statement, params)
             .await

@@ -3,11 +3,10 @@
 //! the idle ones or opened, given back holding nothing, and cancelled and
 //! closed when a wait on one is given up.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres::{Client, NoTls, Row};
 
 use super::conn;
 use super::url::PostgresUrl;
@@ -21,14 +20,14 @@ const MAX_IDLE: usize = 16;
 /// statement is then one round trip with nothing to parse or plan).
 pub(super) struct Session {
     client: Client,
-    prepared: Mutex<HashMap<String, Statement>>,
+    prepared: conn::Prepared,
 }
 
 impl Session {
     fn new(client: Client) -> Session {
         Session {
             client,
-            prepared: Mutex::new(HashMap::new()),
+            prepared: conn::Prepared::default(),
         }
     }
 
@@ -38,23 +37,7 @@ impl Session {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
-        let cached = self
-            .prepared
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(sql)
-            .cloned();
-        let statement = match cached {
-            Some(s) => s,
-            None => {
-                let s = self.client.prepare(sql).await?;
-                self.prepared
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(sql.to_string(), s.clone());
-                s
-            }
-        };
+        let statement = self.prepared.statement(&self.client, sql).await?;
         self.client.query(&statement, params).await
     }
 }
