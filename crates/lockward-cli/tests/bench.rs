@@ -34,6 +34,12 @@ fn bench_on_every_store() {
                 "--svg",
             ])
             .arg(&svg)
+            // Beside idle listeners of another program, on PostgreSQL.
+            .args(if store.starts_with("postgres://") {
+                &["--idle-listeners", "4"][..]
+            } else {
+                &[][..]
+            })
             .output()
             .unwrap();
         assert!(
@@ -42,6 +48,12 @@ fn bench_on_every_store() {
             String::from_utf8_lossy(&out.stderr)
         );
         let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let listeners = if store.starts_with("postgres://") {
+            4
+        } else {
+            0
+        };
+        assert_eq!(r["idle_listeners"], listeners, "{store}: {r}");
         for field in ["cycles_per_s", "p50_us", "p99_us", "handoff_p50_us"] {
             assert!(r[field].as_f64().unwrap() > 0.0, "{store}: {field}: {r}");
         }
@@ -126,6 +138,8 @@ fn bench_refuses_bad_arguments_before_measuring() {
         vec!["--clients", "0"],
         vec!["--names", "some"],
         vec!["--svg", "/nonexistent-dir/x.svg"],
+        // Only PostgreSQL has listeners other programs share.
+        vec!["--idle-listeners", "2"],
     ] {
         let out = Command::new(lockward())
             .args(["--store", &store, "bench"])

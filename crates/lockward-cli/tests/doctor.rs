@@ -87,6 +87,9 @@ fn doctor_on_every_store() {
                 // The testkit's quick settings are what doctor must catch.
                 assert_eq!(level_of(&report, "fsync"), Some("error"), "{report}");
                 assert_eq!(level_of(&report, "pooler"), Some("ok"), "{report}");
+                // Lease mode's waiters take turns in the server's queue.
+                let waiting = (!store.contains("mode=advisory")).then_some("ok");
+                assert_eq!(level_of(&report, "waiting"), waiting, "{report}");
                 assert_eq!(code, Some(1), "{report}");
             }
             "mysql" => {

@@ -14,20 +14,23 @@
 //! its row, to be told of its release: that release alone sends a NOTIFY,
 //! which the store's one listening connection hears; the baton's holder
 //! also looks at the row at the holder's expiry, and polls if it cannot
-//! listen. The waiter keeps the baton while it holds the lock,
-//! and its release lets go of it in the same statement that deletes the
-//! row, which wakes the next waiter, whose statement takes the row: under
-//! contention a handoff is one statement of each, pushed, in the order the
-//! waiters asked, and a holder that releases and asks again queues behind
-//! them.
+//! listen. The waiter keeps the baton while it holds the lock, and its
+//! release lets go of it in the same statement that frees the row, which
+//! wakes the next waiter, whose statement takes the row: under contention
+//! a handoff is one statement of each, pushed, in the order the waiters
+//! asked, and a holder that releases and asks again queues behind them.
 //!
 //! A session that keeps a baton is ended by the server when it falls idle
 //! for too long (`idle_session_timeout`, PostgreSQL 14 and later): a waiter
-//! holding the baton polls far more often than [`BATON_IDLE`], a holder
-//! renews on that session, so only a stuck one (paused, cut off) falls
-//! idle, and the server ends its session, which passes the baton on: at the
-//! holder's lease's end, or `BATON_IDLE` after a waiter stopped. A session
-//! that ends (a crash) gives the baton up with it. A waiter costs one
+//! holding the baton looks at the row within [`BATON_IDLE`] (within
+//! `TOLD_SAFETY_NET` when it is to be told), a holder renews on that
+//! session, so only a stuck one (paused, cut off) falls idle, and the
+//! server ends its session, which passes the baton on: at the holder's
+//! lease's end, or soon after a waiter stopped. The server also checks a
+//! waiting session's connection every `BATON_IDLE`, so a waiter that died
+//! leaves the queue; one stopped or cut off in it is granted in its turn
+//! and keeps the lock for its lease. A session that ends (a crash) gives
+//! the baton up with it. A waiter costs one
 //! session while it waits; when none can be opened (the server's
 //! `max_connections`), or the server is older than 14, it polls the row as
 //! a store that pushes nothing.
@@ -109,9 +112,9 @@ impl Batons {
         self.kept().get(&(name.clone(), owner)).cloned()
     }
 
-    /// Forgets the session keeping `owner`'s baton of `name`; `true` when
-    /// there was one. Dropped, a session that still held the baton gives it
-    /// up as it closes.
+    /// Forgets the session keeping `owner`'s baton of `name`, and returns
+    /// it. Dropped, a session that still held the baton gives it up as it
+    /// closes.
     pub(super) fn forget(&self, name: &Name, owner: OwnerId) -> Option<Arc<Session>> {
         self.kept().remove(&(name.clone(), owner))
     }

@@ -30,6 +30,22 @@ pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
             format!("PostgreSQL {v}"),
         ));
     }
+    if url.mode == PostgresMode::Lease {
+        out.push(if conn::ends_idle_sessions(&client).await {
+            Finding::new(
+                Level::Ok,
+                "waiting",
+                "waiters take turns in the server's lock queue (a baton per name)",
+            )
+        } else {
+            Finding::new(
+                Level::Warning,
+                "waiting",
+                "before PostgreSQL 14 the server cannot end a stuck waiter's idle session: waiters poll the lock row",
+            )
+            .advise("upgrade to PostgreSQL 14 or later for pushed, ordered handoffs")
+        });
+    }
     match show("fsync").await.as_deref() {
         Some("off") => out.push(
             Finding::new(
@@ -89,7 +105,7 @@ pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
             "consecutive statements ran on different server sessions (a transaction-mode pooler)",
         );
         out.push(finding.advise(
-            "advisory mode needs a session of its own: connect directly or in session mode",
+            "advisory locks and lease mode's waiters need sessions of their own: connect directly or in session mode",
         ));
     } else {
         out.push(Finding::new(

@@ -35,6 +35,8 @@ mod records;
 mod sessions;
 #[cfg(feature = "postgres")]
 pub mod side;
+#[cfg(feature = "postgres")]
+mod statements;
 pub mod url;
 #[cfg(feature = "postgres")]
 pub use lease::*;
