@@ -80,9 +80,10 @@ pub(super) fn key_sql(table: &str, n: u8) -> String {
     format!("hashtextextended('{table}#baton:' || ${n}::text, 0)")
 }
 
-/// `value` as a setting in milliseconds, for `set_config`.
+/// `value` as a setting in milliseconds, for `set_config` (whose
+/// timeouts take 1 ms to `i32::MAX` ms, about 24 days).
 pub(super) fn setting(value: Duration) -> String {
-    millis(value).max(1).to_string()
+    millis(value).clamp(1, i64::from(i32::MAX)).to_string()
 }
 
 /// The batons of one store: its sessions, and the batons its holders keep.
@@ -311,5 +312,18 @@ impl Batons {
         if let Some(waiting) = session.filter(|_| !baton) {
             self.sessions.put_back(waiting.take());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::setting;
+    use std::time::Duration;
+
+    #[test]
+    fn settings_stay_within_what_the_server_takes() {
+        assert_eq!(setting(Duration::from_millis(1500)), "1500");
+        assert_eq!(setting(Duration::ZERO), "1");
+        assert_eq!(setting(Duration::from_secs(30 * 24 * 3600)), "2147483647");
     }
 }
