@@ -168,8 +168,9 @@ impl LockBackend for AdvisoryBackend {
         let owner = req.owner.to_string();
         let row_name = Self::row_name(req.name, req.owner, shared);
         let row = client
-            .query_opt(&sql, &[&key, &row_name, &owner, &req.label])
+            .query(&sql, &[&key, &row_name, &owner, &req.label])
             .await
+            .map(|rows| rows.into_iter().next())
             .map_err(|e| conn::pg_error(&self.address, &e))?;
         match row {
             Some(row) => {
@@ -200,8 +201,9 @@ impl LockBackend for AdvisoryBackend {
         let owner = req.owner.to_string();
         let row_name = Self::row_name(req.name, req.owner, shared);
         let taken = client
-            .query_opt(&sql, &[&key, &row_name, &owner, &req.label])
-            .await;
+            .query(&sql, &[&key, &row_name, &owner, &req.label])
+            .await
+            .map(|rows| rows.into_iter().next());
         let granted_at = Instant::now();
         let client = waiting.take();
         match taken {
@@ -267,9 +269,9 @@ impl LockBackend for AdvisoryBackend {
         );
         let row_name = Self::row_name(name, owner, shared);
         let unlocked = client
-            .query_one(&sql, &[&key, &row_name, &owner.to_string()])
+            .query(&sql, &[&key, &row_name, &owner.to_string()])
             .await
-            .map(|r| r.get::<_, bool>(0));
+            .map(|rows| rows.first().is_some_and(|r| r.get::<_, bool>(0)));
         match unlocked {
             Ok(true) => {
                 if let Ok(client) = Arc::try_unwrap(client) {
