@@ -141,6 +141,7 @@ where
 }
 
 /// Sleeps `pause`, cut at `deadline`; `false` when the deadline came.
+#[cfg_attr(not(any(feature = "mysql", feature = "postgres")), allow(dead_code))]
 pub(crate) async fn sleep_within(pause: Duration, deadline: Option<Instant>) -> bool {
     let wake = Instant::now() + pause;
     match deadline {

@@ -20,8 +20,6 @@ use crate::name::Name;
 const EXPIRES: &str = "lockward.dev/expires-at-ms";
 /// The label that tells plain records from versioned ones, for listing.
 const KIND: &str = "lockward.dev/record";
-/// How often a write that must land tries again after a conflict.
-const TRIES: usize = 8;
 
 /// Which of the two record spaces.
 #[derive(Clone, Copy)]
@@ -221,40 +219,29 @@ impl KubernetesBackend {
         }
     }
 
-    /// Stores or replaces a plain record, whatever is there.
+    /// Stores or replaces a plain record, whatever is there. A write that
+    /// meets a newer one (another writer's, or a delete, between our read
+    /// and our write) is done: ours counts as written just before it and
+    /// overwritten at once, which no reader can tell from a write that
+    /// landed. So writers racing on one record all succeed, and the last
+    /// one's value stays.
     async fn put(&self, key: &Name, value: &str, ttl: Option<Duration>) -> Result<()> {
         let object = self.object(Space::Plain, key)?;
-        for _ in 0..TRIES {
-            match self
-                .config_maps
-                .get_opt(&object)
-                .await
-                .map_err(|e| self.fail(e))?
-            {
-                Some(map) => {
-                    if self
-                        .replace(Space::Plain, &object, map.metadata, value, ttl)
-                        .await?
-                        .is_some()
-                    {
-                        return Ok(());
-                    }
-                }
-                None => {
-                    if self
-                        .write_if_absent(Space::Plain, key, value, ttl)
-                        .await?
-                        .is_some()
-                    {
-                        return Ok(());
-                    }
-                }
+        match self
+            .config_maps
+            .get_opt(&object)
+            .await
+            .map_err(|e| self.fail(e))?
+        {
+            Some(map) => {
+                self.replace(Space::Plain, &object, map.metadata, value, ttl)
+                    .await?;
+            }
+            None => {
+                self.write_if_absent(Space::Plain, key, value, ttl).await?;
             }
         }
-        Err(crate::Error::Contended {
-            key: key.to_string(),
-            tries: TRIES as u32,
-        })
+        Ok(())
     }
 
     /// The ConfigMap of a record: `meta` (a version to write on, or none)
