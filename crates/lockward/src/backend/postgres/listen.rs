@@ -1,8 +1,9 @@
 //! Notifications over LISTEN/NOTIFY: one listening connection per store,
 //! opened at the first watch, listening on the channels its watchers want
-//! (a table's, whose payload is the released name: elections watch it).
-//! When the connection drops, every watcher is woken to re-check, and the
-//! next watch reopens it.
+//! (a table's, whose payload is the released name: leader observers watch
+//! it, and so does the first waiter behind a holder that took its lock
+//! while nobody waited). When the connection drops, every watcher is woken
+//! to re-check, and the next watch reopens it.
 
 use std::sync::Arc;
 
