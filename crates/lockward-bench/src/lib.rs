@@ -25,7 +25,7 @@ pub use latencies::{Latencies, CURVE_QUANTILES};
 pub use memory::{bare_lock_bytes, server_memory, ServerMemory};
 pub use rw_lock::{rw_costs, rw_sharing, RwCosts};
 pub use scale::{scale, Scale};
-pub use semaphore::semaphore;
+pub use semaphore::{semaphore, semaphore_crowd, Crowd};
 
 /// The options every measurement on `store` uses: no renewal, and a lease
 /// of `ttl` or the longest the store allows.

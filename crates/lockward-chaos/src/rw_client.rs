@@ -49,7 +49,7 @@ pub async fn run(
         } else {
             lock.read(&opts)
                 .await
-                .map(|r| (r.fence(), r.deadline(), Held::Reader(r)))
+                .map(|r| (r.fence(), r.deadline(), Held::Reader(Box::new(r))))
         };
         let (fence, deadline, held) = match held {
             Ok(h) => h,
@@ -145,7 +145,7 @@ async fn read(register: &dyn FencedResource, key: &str) -> Option<u64> {
 /// A held side of the read-write lock.
 enum Held {
     Writer(lockward::Guard),
-    Reader(lockward::recipe::ReadGuard),
+    Reader(Box<lockward::recipe::ReadGuard>),
 }
 
 impl Held {

@@ -21,7 +21,7 @@ pub struct SemArgs {
     pub take: u32,
     #[command(flatten)]
     pub lease: LeaseArgs,
-    /// The command and its arguments, after `--`; `LOCKWARD_PERMIT` holds the holder's slot, `LOCKWARD_PERMITS` how many it took.
+    /// The command and its arguments, after `--`; `LOCKWARD_PERMIT` names the holder among the semaphore's (its slot number where the store keeps a ledger), `LOCKWARD_PERMITS` how many it took.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
@@ -53,7 +53,7 @@ pub async fn sem(store: &Store, args: SemArgs) -> u8 {
     };
     let env = vec![
         ("LOCKWARD_NAME", args.name.clone()),
-        ("LOCKWARD_PERMIT", permit.slot().to_string()),
+        ("LOCKWARD_PERMIT", permit.holder()),
         ("LOCKWARD_PERMITS", permit.permits().to_string()),
         ("LOCKWARD_FENCE", permit.guard().fence().to_string()),
         ("LOCKWARD_STORE", store.address()),
@@ -64,8 +64,10 @@ pub async fn sem(store: &Store, args: SemArgs) -> u8 {
         .0;
     // The slot is free: give its permits back at once (else they come back
     // when the semaphore next runs short).
-    if let Err(e) = semaphore.forget(slot).await {
-        eprintln!("lockward: {e}");
+    if let Some(slot) = slot {
+        if let Err(e) = semaphore.forget(slot).await {
+            eprintln!("lockward: {e}");
+        }
     }
     status
 }

@@ -22,6 +22,86 @@ fn most_at_once(log: &str) -> i32 {
 fn sem_on(store: &str) {
     sem_weighted_on(store, &["pool", "-n", "2"]);
     sem_weighted_on(store, &["weighted", "-n", "100000", "--take", "40000"]);
+    sem_holder_killed_on(store);
+}
+
+/// A `lockward sem` holding the only permit is killed with SIGKILL: the
+/// permit is refused at once ("0 of 1 free"), and comes back after the
+/// holder's TTL (2 s; on ZooKeeper when its session ends, 30 s); where the
+/// holder's lock lives in its session (PostgreSQL advisory mode, MySQL
+/// named locks) it is back at once.
+fn sem_holder_killed_on(store: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let up = dir.path().join("up");
+    let sem = |extra: &[&str], cmd: &[&str]| {
+        Command::new(lockward())
+            .args(["--store", store, "sem", "killed", "-n", "1", "--ttl", "2s"])
+            .args(extra)
+            .arg("--")
+            .args(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The command records its PID (exec keeps it) so that we end it too.
+    let script = format!("echo $$ > {}; exec sleep 60", up.display());
+    let mut holder = sem(&[], &["sh", "-c", &script]);
+    let started = std::time::Instant::now();
+    while !up.exists() || std::fs::read_to_string(&up).unwrap().trim().is_empty() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "{store}: the holder never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let killed_at = std::time::Instant::now();
+    let pid: i32 = std::fs::read_to_string(&up)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The command may have ended with its keeper already.
+    // SAFETY: kill(2) has no memory effects; the pid is the test's command.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    if store.contains("mode=advisory") || store.contains("mode=named") {
+        // The holder's slot lock lived in its session, which ended with it.
+        let back = sem(&["--wait", "10s"], &["true"])
+            .wait_with_output()
+            .unwrap();
+        assert!(
+            back.status.success(),
+            "{store}: {}",
+            String::from_utf8_lossy(&back.stderr)
+        );
+        assert!(
+            killed_at.elapsed().as_secs() < 5,
+            "{store}: {:?}",
+            killed_at.elapsed()
+        );
+        return;
+    }
+    let refused = sem(&["--no-wait"], &["true"]).wait_with_output().unwrap();
+    assert!(
+        !refused.status.success(),
+        "{store}: a second holder ran at once"
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("0 of 1 free"), "{store}: {said}");
+    // ZooKeeper frees it when the session ends: 30 s after the kill.
+    let back = sem(&["--wait", "60s"], &["true"])
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        back.status.success(),
+        "{store}: the killed holder's permit never came back: {}",
+        String::from_utf8_lossy(&back.stderr)
+    );
+    eprintln!(
+        "{store}: the permit came back {:?} after the kill",
+        killed_at.elapsed()
+    );
 }
 
 fn sem_weighted_on(store: &str, sem: &[&str]) {

@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// Permits of the semaphore timed at 1 and 64 clients (0 skips).
     #[arg(long, default_value_t = 100_000)]
     pub semaphore: u32,
+    /// Holders of one permit each to take before timing the semaphore's
+    /// acquire+release again, against an empty one (0 skips).
+    #[arg(long, default_value_t = 0)]
+    pub semaphore_holders: usize,
     /// Handles timed reading a read-write lock together, against as many
     /// taking a plain lock on one name (0 skips the read-write figures).
     #[arg(long, default_value_t = 16)]
@@ -76,6 +80,10 @@ pub struct Results {
     pub keyspace: Option<(usize, Result<Vec<bench::PointCost>, String>)>,
     /// Semaphore permits, and cycles/s at 1 and 64 clients.
     pub semaphore: Option<(u32, Result<SemaphoreRates, String>)>,
+    /// Whether the store keeps semaphores natively.
+    pub semaphore_native: bool,
+    /// Semaphore holders, and the cycle's median beside them and without.
+    pub semaphore_crowd: Option<(usize, Result<bench::Crowd, String>)>,
     /// Read-write lock handles, and what was measured with them.
     pub rw: Option<(usize, Result<RwFigures, String>)>,
     /// Idle listening sessions of another program open during the run.
@@ -95,6 +103,9 @@ pub struct RwFigures {
 
 /// How long each timed reader or plain holder holds.
 pub const RW_HOLD: Duration = Duration::from_millis(5);
+
+/// Acquire+release cycles timed on a semaphore, empty and beside holders.
+const CROWD_SAMPLES: usize = 300;
 
 /// Semaphore cycles/s at 1 and at 64 clients.
 pub type SemaphoreRates = (f64, f64);
@@ -229,6 +240,24 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         };
         Some((args.semaphore, both))
     };
+    let semaphore_crowd = if args.semaphore_holders == 0 || args.semaphore == 0 {
+        None
+    } else {
+        bar.set_message(format!(
+            "a semaphore of {} permits beside {} holders",
+            args.semaphore, args.semaphore_holders
+        ));
+        let crowd = bench::semaphore_crowd(
+            store,
+            &format!("{prefix}/semaphore-crowd"),
+            args.semaphore,
+            args.semaphore_holders,
+            CROWD_SAMPLES,
+        )
+        .await
+        .map_err(|e| e.to_string());
+        Some((args.semaphore_holders, crowd))
+    };
     let rw = if args.rw_clients == 0 {
         None
     } else {
@@ -299,6 +328,8 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         failover_lease: args.failover_lease,
         keyspace,
         semaphore,
+        semaphore_native: store.capabilities().native_semaphore,
+        semaphore_crowd,
         rw,
         idle_listeners: args.idle_listeners,
     };

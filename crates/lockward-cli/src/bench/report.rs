@@ -92,11 +92,24 @@ pub fn json(r: &Results) -> Value {
     let semaphore = r.semaphore.as_ref().map(|(permits, rates)| match rates {
         Ok((one, many)) => json!({
             "permits": permits,
+            "native": r.semaphore_native,
             "cycles_per_s_1_client": one,
             "cycles_per_s_64_clients": many,
         }),
-        Err(e) => json!({ "permits": permits, "error": e }),
+        Err(e) => json!({ "permits": permits, "native": r.semaphore_native, "error": e }),
     });
+    let semaphore_crowd = r
+        .semaphore_crowd
+        .as_ref()
+        .map(|(holders, crowd)| match crowd {
+            Ok(c) => json!({
+                "holders": holders,
+                "empty_p50_us": us(c.empty),
+                "crowded_p50_us": us(c.crowded),
+                "ratio": ratio(c.crowded, c.empty),
+            }),
+            Err(e) => json!({ "holders": holders, "error": e }),
+        });
     let rw = r.rw.as_ref().map(|(clients, figures)| match figures {
         Ok(f) => json!({
             "clients": clients,
@@ -130,6 +143,7 @@ pub fn json(r: &Results) -> Value {
         "failover": failover,
         "keyspace": keyspace,
         "semaphore": semaphore,
+        "semaphore_crowd": semaphore_crowd,
         "rw_lock": rw,
         "latency_curves": { "cycle": curve(&r.cycles), "handoff": curve(&r.handoffs) },
     })
@@ -263,6 +277,19 @@ pub fn table(r: &Results) -> String {
             format!("semaphore of {permits} permits: 1 client {one:.0} cycles/s, 64 clients {many:.0} cycles/s"),
         ),
         Some((_, Err(e))) => line(&mut out, format!("semaphore: {e}")),
+        None => {}
+    }
+    match &r.semaphore_crowd {
+        Some((holders, Ok(c))) => line(
+            &mut out,
+            format!(
+                "semaphore acquire+release (median): empty {:.0} µs, beside {holders} holders {:.0} µs ({:.2}×)",
+                us(c.empty),
+                us(c.crowded),
+                ratio(c.crowded, c.empty)
+            ),
+        ),
+        Some((holders, Err(e))) => line(&mut out, format!("semaphore beside {holders} holders: {e}")),
         None => {}
     }
     match &r.rw {

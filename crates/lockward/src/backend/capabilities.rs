@@ -34,6 +34,12 @@ pub struct Capabilities {
     /// (ZooKeeper: Curator's `InterProcessReadWriteLock`); elsewhere
     /// [`RwLock`](crate::recipe::RwLock) is built on a lock and a semaphore.
     pub native_rw_lock: bool,
+    /// Semaphores are kept by the store, an entry per holder and a count
+    /// beside them ([`PermitBackend`](super::PermitBackend)), so a permit
+    /// costs the same however many hold one; elsewhere
+    /// [`Semaphore`](crate::recipe::Semaphore) keeps a ledger record of at
+    /// most [`MAX_HOLDERS`](crate::recipe::MAX_HOLDERS) holders.
+    pub native_semaphore: bool,
 }
 
 impl Capabilities {

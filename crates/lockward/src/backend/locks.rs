@@ -37,6 +37,15 @@ pub enum Kind {
     Writer,
     /// The read side of a native read-write lock: shared with readers.
     Reader,
+    /// A holder of `take` of the `of` permits of a native semaphore; only
+    /// [`PermitHolds`](super::PermitHolds) asks for it, of a backend that
+    /// declares [`Capabilities::native_semaphore`].
+    Permits {
+        /// How many permits the semaphore has.
+        of: u32,
+        /// How many this holder takes.
+        take: u32,
+    },
 }
 
 /// The outcome of one non-waiting attempt.
@@ -82,6 +91,12 @@ pub trait LockBackend: Send + Sync + 'static {
     /// The longest TTL a lock may have here, when the store bounds it
     /// (ZooKeeper: the session timeout).
     fn max_ttl(&self) -> Option<Duration> {
+        None
+    }
+
+    /// The semaphore seam, when this store keeps semaphores natively
+    /// ([`Capabilities::native_semaphore`]). The default has none.
+    fn permits(&self) -> Option<&dyn super::PermitBackend> {
         None
     }
 

@@ -1,6 +1,7 @@
 //! The two seams every store implements, locks ([`LockBackend`]) and
-//! records ([`RecordBackend`]), the capabilities each declares, and one
-//! folder per backend.
+//! records ([`RecordBackend`]), the semaphore seam some add
+//! ([`PermitBackend`]), the capabilities each declares, and one folder per
+//! backend.
 //!
 //! A backend only knows names, owners and TTLs; leases, guards, renewal and
 //! deadlines are built on top of it by [`Store`](crate::Store), so every
@@ -8,6 +9,7 @@
 
 mod capabilities;
 mod locks;
+mod permits;
 #[cfg_attr(not(feature = "redis"), allow(dead_code))]
 mod queued;
 mod records;
@@ -33,6 +35,9 @@ pub use capabilities::Capabilities;
 #[allow(unused_imports)]
 pub(crate) use locks::{inspect_each, owner_checked};
 pub use locks::{Attempt, Grant, Kind, LockBackend, Request};
+#[allow(unused_imports)]
+pub(crate) use permits::{no_permits, wanted};
+pub use permits::{PermitBackend, PermitHolds};
 #[allow(unused_imports)]
 pub(crate) use queued::{acquire_in_line, InLine, Leave};
 pub use records::{RecordBackend, Versioned};

@@ -53,6 +53,7 @@ fn capabilities(c: &crate::Capabilities) -> Finding {
         (c.lock_delay(), "lock-delay"),
         (c.force_unlock(), "forced unlock"),
         (c.native_rw_lock, "native read-write locks"),
+        (c.native_semaphore, "native semaphores"),
     ];
     let pick = |has: bool| {
         all.iter()

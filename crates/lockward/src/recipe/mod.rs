@@ -16,4 +16,4 @@ pub use multi_lock::MultiGuard;
 pub use optimistic::{Applied, Change, Optimistic, UpdateError, Updated};
 pub use rate_limit::{Decision, FixedWindow, Gcra};
 pub use rw_lock::{ReadGuard, RwLock};
-pub use semaphore::{Permit, Semaphore};
+pub use semaphore::{Permit, Semaphore, MAX_HOLDERS};

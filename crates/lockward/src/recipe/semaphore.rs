@@ -2,26 +2,31 @@
 //! several at a time (weighted), across processes and hosts, on every
 //! backend.
 //!
-//! Each acquisition holds a lock on a *slot*, `NAME#permit/SLOT`: its own
-//! lease, renewal, fence and `lost()` signal, and a crashed holder's slot
-//! frees after its TTL. Slots count holders, not permits: a semaphore of
-//! 100,000 permits with 64 holders uses 64 slots. How many permits each
-//! holder took is written in one versioned record, the *ledger*
-//! (`NAME#permits`): a line `SLOT PERMITS` per holder.
+//! Each holder has its own lease, renewal, fence and `lost()` signal, and a
+//! crashed holder's permits come back after its TTL. Where they are kept
+//! depends on the store:
 //!
-//! Taking `k` permits: read the ledger; take the lowest slot it does not
-//! list; then write the ledger with the holder added, compare-and-set on
-//! the version read, so two holders never both fit in the same room. A
-//! holder takes its slot before it is listed, so a listed slot whose lock is
-//! free belongs to a holder that is gone (released without telling the
-//! ledger, or expired): when the permits do not fit, the slots are looked
-//! at and such entries dropped, which is how a crashed holder's permits
-//! come back.
+//! - **Natively** where the store declares
+//!   [`Capabilities::native_semaphore`](crate::Capabilities::native_semaphore)
+//!   (Redis, PostgreSQL lease mode): the store keeps an entry per holder
+//!   and the count of taken permits beside them, and takes or refuses
+//!   permits in one atomic step, so a permit costs the same with 20,000
+//!   holders as with none, and holders are not limited in number.
+//! - **In a ledger** elsewhere: each acquisition holds a lock on a *slot*,
+//!   `NAME#permit/SLOT`, and one versioned record, the ledger
+//!   (`NAME#permits`), lists `SLOT PERMITS` per holder (at most
+//!   [`MAX_HOLDERS`]). Taking `k` permits: read the ledger; take the lowest
+//!   slot it does not list; then write the ledger with the holder added,
+//!   compare-and-set on the version read, so two holders never both fit in
+//!   the same room. A holder takes its slot before it is listed, so a
+//!   listed slot whose lock is free belongs to a holder that is gone: when
+//!   the permits do not fit, the slots are looked at and such entries
+//!   dropped, which is how a crashed holder's permits come back.
 //!
 //! Waiting: waiters line up on the lock `NAME#line` (in order where the
 //! store queues waiters, with pushed wake-ups where it has them); the first
-//! in line re-reads the ledger with backoff until its permits fit, so a
-//! large request is not overtaken by small ones behind it.
+//! in line tries again with backoff until its permits fit, so a large
+//! request is not overtaken by small ones behind it.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -42,6 +47,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::wait::Backoff;
+use crate::backend::Kind;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::name::Name;
@@ -51,7 +57,9 @@ use crate::store::Store;
 /// The most permits one semaphore may have.
 pub const MAX_PERMITS: u32 = 1_000_000_000;
 
-/// The most holders at once: the ledger lists each one.
+/// The most holders at once on a store that keeps the semaphore in a
+/// ledger, which lists each one (no limit where the store keeps it
+/// natively).
 pub const MAX_HOLDERS: u32 = 4_096;
 
 /// How long the ledger is kept after its last change.
@@ -65,15 +73,19 @@ const WRITE_TRIES: u32 = 1_000;
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     store: Store,
+    /// The store's semaphore holders, where it keeps them natively.
+    native: Option<Store>,
     name: String,
     permits: u32,
 }
 
-/// Permits held by one holder: a held lock on its slot.
+/// Permits held by one holder: a held lock on its slot, or the store's
+/// entry of the holder where it keeps the semaphore natively.
 #[derive(Debug)]
 pub struct Permit {
     guard: Guard,
-    slot: u32,
+    /// `None` where the store keeps the semaphore natively.
+    slot: Option<u32>,
     permits: u32,
     semaphore: Semaphore,
     /// Counts the permits in `lockward_semaphore_permits_held` while held.
@@ -99,9 +111,20 @@ impl Drop for PermitGauge {
 }
 
 impl Permit {
-    /// The holder's slot (0-based): at most as many slots as holders.
-    pub fn slot(&self) -> u32 {
+    /// The holder's slot (0-based, at most as many slots as holders) on a
+    /// store that keeps the semaphore in a ledger; `None` where the store
+    /// keeps it natively.
+    pub fn slot(&self) -> Option<u32> {
         self.slot
+    }
+
+    /// Who holds, unique among the semaphore's holders at once: the slot
+    /// number in a ledger, else the holder's owner id (hex).
+    pub fn holder(&self) -> String {
+        match self.slot {
+            Some(slot) => slot.to_string(),
+            None => self.guard.lease().owner.to_string(),
+        }
     }
 
     /// How many permits this holder took.
@@ -114,9 +137,11 @@ impl Permit {
         &self.guard
     }
 
-    /// The slot's lock itself, to hand on as a guard. Releasing the guard
-    /// alone frees the permits when the semaphore next runs short; call
-    /// [`Semaphore::forget`] with the slot afterwards to free them at once.
+    /// The holder's lease itself, to hand on as a guard. Releasing the
+    /// guard gives the permits back at once where the store keeps the
+    /// semaphore natively; with a ledger, it frees them when the semaphore
+    /// next runs short, and [`Semaphore::forget`] with the slot afterwards
+    /// frees them at once.
     pub fn into_guard(self) -> Guard {
         self.guard
     }
@@ -124,9 +149,10 @@ impl Permit {
     /// Gives the permits back. Cancelling it may leave the ledger entry,
     /// which is dropped when the semaphore next runs short.
     pub async fn release(self) -> Result<()> {
-        let slot = self.slot;
         let released = self.guard.release().await;
-        self.semaphore.forget(slot).await?;
+        if let Some(slot) = self.slot {
+            self.semaphore.forget(slot).await?;
+        }
         released
     }
 }
@@ -156,6 +182,7 @@ impl Semaphore {
             ));
         }
         let semaphore = Semaphore {
+            native: store.permit_holds(),
             store,
             name,
             permits,
@@ -179,15 +206,27 @@ impl Semaphore {
         format!("{}#line", self.name)
     }
 
+    /// Whether the store keeps this semaphore itself
+    /// ([`Capabilities::native_semaphore`](crate::Capabilities::native_semaphore)),
+    /// rather than in a ledger record.
+    pub fn is_native(&self) -> bool {
+        self.native.is_some()
+    }
+
     /// How many permits there are.
     pub fn permits(&self) -> u32 {
         self.permits
     }
 
-    /// How many permits are held now (by holders whose slot is held): one
-    /// read of the ledger and one look at each holder's slot. Cancelling
-    /// it changes nothing.
+    /// How many permits are held now, by holders whose lease is live: one
+    /// read where the store keeps the semaphore natively; else one read of
+    /// the ledger and one look at each holder's slot. Cancelling it changes
+    /// nothing.
     pub async fn held(&self) -> Result<u32> {
+        if let (Some(_), Some(seam)) = (&self.native, self.store.backend().permits()) {
+            let held = seam.permits_held(&Name::new(&self.name)?).await?;
+            return Ok(u32::try_from(held).unwrap_or(u32::MAX));
+        }
         let ledger = self.read().await?;
         let mut held = 0u64;
         for entry in ledger.entries {
@@ -278,9 +317,13 @@ impl Semaphore {
 
     /// Drops slot `slot` from the ledger, unless its lock is held again:
     /// after its permit's guard was released on its own
-    /// ([`Permit::into_guard`]). Cancelling it leaves the entry, which is
-    /// dropped when the semaphore next runs short.
+    /// ([`Permit::into_guard`]). Nothing to do where the store keeps the
+    /// semaphore natively. Cancelling it leaves the entry, which is dropped
+    /// when the semaphore next runs short.
     pub async fn forget(&self, slot: u32) -> Result<()> {
+        if self.native.is_some() {
+            return Ok(());
+        }
         for _ in 0..WRITE_TRIES {
             let ledger = self.read().await?;
             if !ledger.entries.iter().any(|e| e.slot == slot) {
@@ -318,6 +361,33 @@ impl Semaphore {
 
     /// One admission: granted when `k` permits fit now, else why not.
     async fn admit(&self, k: u32, opts: &LockOptions) -> Result<Admission> {
+        match &self.native {
+            Some(holds) => self.admit_natively(holds, k, opts).await,
+            None => self.admit_in_ledger(k, opts).await,
+        }
+    }
+
+    /// One admission by the store itself, in one atomic step.
+    async fn admit_natively(&self, holds: &Store, k: u32, opts: &LockOptions) -> Result<Admission> {
+        let kind = Kind::Permits {
+            of: self.permits,
+            take: k,
+        };
+        match holds.try_acquire_as(&self.name, opts, kind).await {
+            Ok(guard) => Ok(Admission::Granted(Box::new(Permit {
+                guard,
+                slot: None,
+                permits: k,
+                semaphore: self.clone(),
+                _counted: PermitGauge::start(&self.name, k),
+            }))),
+            Err(Error::NoPermits { why, .. }) => Ok(Admission::Refused(why)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One admission through the ledger.
+    async fn admit_in_ledger(&self, k: u32, opts: &LockOptions) -> Result<Admission> {
         // The slot we hold, once taken; kept across ledger conflicts.
         let mut taken: Option<(u32, Guard)> = None;
         for _ in 0..WRITE_TRIES {
@@ -353,7 +423,7 @@ impl Semaphore {
                 tracing::Span::current().record("slot", slot);
                 return Ok(Admission::Granted(Box::new(Permit {
                     guard,
-                    slot,
+                    slot: Some(slot),
                     permits: k,
                     semaphore: self.clone(),
                     _counted: PermitGauge::start(&self.name, k),
@@ -373,7 +443,7 @@ impl Semaphore {
         let used: u64 = entries.iter().map(|e| u64::from(e.permits)).sum();
         let free = u64::from(self.permits).saturating_sub(used);
         if u64::from(k) > free {
-            return Some(format!("{k} wanted, {free} of {} free", self.permits));
+            return Some(crate::backend::wanted(k, free, self.permits));
         }
         if entries.len() >= MAX_HOLDERS as usize {
             return Some(format!(

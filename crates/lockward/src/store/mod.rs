@@ -134,6 +134,17 @@ impl Store {
         }
     }
 
+    /// The store's semaphore holders as a store of their own (their
+    /// guards extend and release permits), when the store keeps
+    /// semaphores natively.
+    pub(crate) fn permit_holds(&self) -> Option<Store> {
+        let holds = crate::backend::PermitHolds::of(&self.backend)?;
+        Some(Store {
+            scheme: self.scheme,
+            ..Store::from_backend(holds)
+        })
+    }
+
     /// What the backend guarantees.
     pub fn capabilities(&self) -> Capabilities {
         self.backend.capabilities()
@@ -181,7 +192,7 @@ impl Store {
         in_flight.finished();
         let outcome = match &attempt {
             Ok(Attempt::Granted { .. }) => "granted",
-            Ok(Attempt::Held { .. }) => "busy",
+            Ok(Attempt::Held { .. }) | Err(Error::NoPermits { .. }) => "busy",
             Err(_) => "error",
         };
         metrics::acquisition(self.scheme, outcome, started.elapsed());

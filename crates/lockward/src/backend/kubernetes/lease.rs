@@ -35,6 +35,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: true,
     native_rw_lock: false,
+    native_semaphore: false,
 };
 
 #[async_trait]

@@ -157,6 +157,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: false,
     permanent_records: false,
     native_rw_lock: false,
+    native_semaphore: false,
 };
 
 #[async_trait]

@@ -156,6 +156,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: true,
     native_rw_lock: false,
+    native_semaphore: false,
 };
 
 /// Lease mode.

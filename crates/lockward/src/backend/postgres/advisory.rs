@@ -148,6 +148,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: true,
     native_rw_lock: true,
+    native_semaphore: false,
 };
 
 #[async_trait]

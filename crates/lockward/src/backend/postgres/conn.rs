@@ -146,7 +146,8 @@ mod tls {
     }
 }
 
-/// Creates the lock table and its fence sequence if missing. An advisory
+/// Creates the lock table, its fence sequence and the tables beside it
+/// (records, semaphores) if missing. An advisory
 /// lock serialises processes that start at the same moment.
 pub async fn create_schema(client: &Client, table: &str, address: &str) -> Result<()> {
     let ddl = format!(
@@ -176,7 +177,9 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
              version    bigint NOT NULL,
              expires_at timestamptz NOT NULL
          );
-         COMMIT;"
+         {semaphores}
+         COMMIT;",
+        semaphores = super::permits::schema(table)
     );
     client
         .batch_execute(&ddl)

@@ -8,12 +8,15 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::baton::{self, Batons, BATON_IDLE, HOLDER_IDLE_MARGIN};
+use super::permits::PermitSql;
 use super::sessions::{Session, Sessions};
 use super::statements::Sql;
 use super::url::{PostgresMode, PostgresUrl};
 use super::{advisory, conn, listen};
 use crate::backend::waiters::Waiter;
-use crate::backend::{Attempt, Backend, Capabilities, Grant, LockBackend, Request, Subscription};
+use crate::backend::{
+    Attempt, Backend, Capabilities, Grant, LockBackend, PermitBackend, Request, Subscription,
+};
 use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -36,6 +39,7 @@ pub struct LeaseBackend {
     pub(super) shared: Arc<conn::Shared>,
     pub(super) listener: Arc<listen::Listener>,
     pub(super) sql: Sql,
+    pub(super) permit_sql: PermitSql,
     batons: Batons,
 }
 
@@ -58,6 +62,7 @@ impl LeaseBackend {
             shared: Arc::new(conn::Shared::new(url.clone(), address.clone(), client)),
             listener: listen::Listener::new(url.clone(), address.clone()),
             sql: Sql::new(&url.table),
+            permit_sql: PermitSql::new(&url.table),
             batons: Batons::new(Sessions::new(url, &address), batons_work),
             address,
         })
@@ -250,6 +255,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: true,
     native_rw_lock: false,
+    native_semaphore: true,
 };
 
 #[async_trait]
@@ -260,6 +266,10 @@ impl LockBackend for LeaseBackend {
 
     fn address(&self) -> String {
         self.address.clone()
+    }
+
+    fn permits(&self) -> Option<&dyn PermitBackend> {
+        Some(self)
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {

@@ -15,6 +15,9 @@
 //! take turns through a baton per name, a session advisory lock the
 //! server's lock manager hands to one waiter at a time (see [`baton`]).
 //!
+//! Semaphores are kept natively in lease mode: a row per holder and a
+//! count per semaphore (see `permits.rs`).
+//!
 //! **`mode=advisory`**: session advisory locks; see [`advisory`].
 
 #[cfg(feature = "postgres")]
@@ -29,6 +32,8 @@ pub(crate) mod doctor;
 mod lease;
 #[cfg(feature = "postgres")]
 mod listen;
+#[cfg(feature = "postgres")]
+mod permits;
 #[cfg(feature = "postgres")]
 mod records;
 #[cfg(feature = "postgres")]

@@ -13,6 +13,7 @@
 //! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
 //! | `P` + esc(K) + `:record` | a recipe's record K (the cron ledger) | with the record's TTL |
 //! | `P` + esc(K) + `:versioned` | a versioned record K: a hash of version `v` and data `d` | with the record's TTL |
+//! | `P` + esc(N) + `:sem:…` | semaphore N's holders, permits taken and fence (see `permits.rs`) | when the last holder leaves (the fence never) |
 //! | `P` + `:w:` + esc(K) (and its `:fence`, …) | Redlock only: the write lock of versioned record K | with the write |
 //!
 //! On a Redis Cluster, esc(N) is wrapped in a hash tag, `P{esc(N)}…`, so

@@ -11,6 +11,8 @@
 //! - **Connections**: one multiplexed connection for commands and one RESP3
 //!   connection for subscriptions, both managed: they reconnect after a
 //!   server restart, and subscriptions are restored.
+//! - **Semaphores**: kept natively, a sorted set of holders and a count
+//!   changed by one script per step (see `permits.rs`).
 //! - **Redis Cluster** (`redis+cluster://`): the same scripts, with every key
 //!   of a name in one hash slot; waiting uses the cluster's pub/sub.
 //!
@@ -27,6 +29,8 @@ pub(crate) mod doctor;
 pub mod keys;
 #[cfg(feature = "redis")]
 mod mutex;
+#[cfg(feature = "redis")]
+mod permits;
 #[cfg(feature = "redis")]
 mod records;
 #[cfg(feature = "redis")]

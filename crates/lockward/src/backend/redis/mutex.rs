@@ -9,7 +9,7 @@ use redis::Value;
 use super::url::RedisUrl;
 use super::{conn, keys};
 use crate::backend::{
-    Attempt, Capabilities, Grant, InLine, Leave, LockBackend, Request, Subscription,
+    Attempt, Capabilities, Grant, InLine, Leave, LockBackend, PermitBackend, Request, Subscription,
 };
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
@@ -145,6 +145,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: false,
     native_rw_lock: false,
+    native_semaphore: true,
 };
 
 #[async_trait]
@@ -155,6 +156,10 @@ impl LockBackend for RedisBackend {
 
     fn address(&self) -> String {
         self.address.clone()
+    }
+
+    fn permits(&self) -> Option<&dyn PermitBackend> {
+        Some(self)
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {

@@ -163,6 +163,7 @@ pub(crate) struct Scripts {
     pub inspect: Script,
     pub leave: Script,
     pub write_versioned: Script,
+    pub permits: super::permits::PermitScripts,
 }
 
 impl Scripts {
@@ -174,6 +175,7 @@ impl Scripts {
             inspect: Script::new(INSPECT),
             leave: Script::new(&format!("{LINE}{LEAVE}")),
             write_versioned: Script::new(WRITE_VERSIONED),
+            permits: super::permits::PermitScripts::new(),
         }
     }
 }

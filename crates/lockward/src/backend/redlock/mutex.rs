@@ -234,6 +234,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: false,
     native_rw_lock: false,
+    native_semaphore: false,
 };
 
 #[async_trait]

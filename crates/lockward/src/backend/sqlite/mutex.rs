@@ -207,6 +207,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: false,
     permanent_records: true,
     native_rw_lock: false,
+    native_semaphore: false,
 };
 
 #[async_trait]

@@ -157,6 +157,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: false,
     native_rw_lock: true,
+    native_semaphore: false,
 };
 
 #[async_trait]

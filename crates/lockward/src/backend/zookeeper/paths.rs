@@ -93,7 +93,8 @@ pub fn lock_path(root: &str, name: &Name) -> String {
 
 fn marker(kind: Kind) -> &'static str {
     match kind {
-        Kind::Mutex => LOCK_MARKER,
+        // ZooKeeper keeps semaphores in the ledger: never asked for permits.
+        Kind::Mutex | Kind::Permits { .. } => LOCK_MARKER,
         Kind::Writer => WRITER_MARKER,
         Kind::Reader => READER_MARKER,
     }

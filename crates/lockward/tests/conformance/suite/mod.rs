@@ -111,6 +111,7 @@ fn all_checks() -> Vec<Check> {
         recipes::paused_leader_is_revoked_and_fenced if |c| c.expires,
         recipes::semaphore_limits_holders,
         recipes::semaphore_takes_permits_by_weight,
+        recipes::semaphore_native_holders_are_not_limited,
         recipes::semaphore_permit_comes_back_after_its_ttl if |c| c.expires,
         recipes::idempotency_runs_once,
         recipes::optimistic_updates_lose_nothing,

@@ -1,0 +1,184 @@
+//! Semaphores kept by PostgreSQL (lease mode): a row per holder and the
+//! count of taken permits in a row per semaphore, changed in the same
+//! transaction, so a permit costs the same however many hold one.
+//!
+//! For lock table `T`:
+//!
+//! | table | holds |
+//! | --- | --- |
+//! | `T_semaphores` | per semaphore: `taken`, the permits its listed holders took |
+//! | `T_permits` | per holder: name, owner, holder label, permits, fence (from `T_fence`), expiry |
+//!
+//! Taking and giving back run as functions (`T_take_permits`,
+//! `T_release_permits`), so each is one round trip, and both lock the
+//! semaphore's row before any holder's: the same order everywhere, so two
+//! of them never wait on each other in a cycle. A holder whose lease ran
+//! out stays listed until the next take drops it (through the index on
+//! name and expiry, so the cost is its own, once).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_postgres::types::ToSql;
+
+use super::lease::{millis, LeaseBackend};
+use crate::backend::{no_permits, owner_checked, PermitBackend, Request};
+use crate::error::Result;
+use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// The tables and functions of the semaphores of lock table `t`, for the
+/// schema's transaction.
+pub(super) fn schema(t: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {t}_semaphores (
+             name  text PRIMARY KEY,
+             taken bigint NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS {t}_permits (
+             name       text NOT NULL,
+             owner      text NOT NULL,
+             holder     text,
+             permits    bigint NOT NULL,
+             fence      bigint NOT NULL,
+             expires_at timestamptz NOT NULL,
+             PRIMARY KEY (name, owner)
+         );
+         CREATE INDEX IF NOT EXISTS {t}_permits_expiry ON {t}_permits (name, expires_at);
+         -- Returns the fence, or -1 - (permits free) when they do not fit.
+         -- Each statement reads the latest committed rows (a fresh
+         -- snapshot per statement), after the semaphore's row is locked.
+         CREATE OR REPLACE FUNCTION {t}_take_permits(
+             n text, o text, label text, total bigint, k bigint, ttl_ms bigint
+         ) RETURNS bigint LANGUAGE plpgsql AS $f$
+         DECLARE
+             used  bigint;
+             freed bigint;
+             f     bigint;
+             now_  timestamptz;
+         BEGIN
+             INSERT INTO {t}_semaphores (name, taken) VALUES (n, 0) ON CONFLICT (name) DO NOTHING;
+             SELECT taken INTO used FROM {t}_semaphores WHERE name = n FOR UPDATE;
+             -- A variable, not clock_timestamp() itself: an index scan can
+             -- be bounded by a value, not by a volatile function.
+             now_ := clock_timestamp();
+             -- A retried call whose first run took them.
+             SELECT fence INTO f FROM {t}_permits
+              WHERE name = n AND owner = o AND expires_at > now_;
+             IF FOUND THEN RETURN f; END IF;
+             WITH gone AS (
+                 DELETE FROM {t}_permits WHERE name = n AND expires_at <= now_
+                 RETURNING permits
+             ) SELECT coalesce(sum(permits), 0) INTO freed FROM gone;
+             used := used - freed;
+             IF used + k > total THEN
+                 IF freed > 0 THEN
+                     UPDATE {t}_semaphores SET taken = used WHERE name = n;
+                 END IF;
+                 RETURN -1 - greatest(total - used, 0);
+             END IF;
+             f := nextval('{t}_fence');
+             INSERT INTO {t}_permits (name, owner, holder, permits, fence, expires_at)
+             VALUES (n, o, label, k, f, now_ + ttl_ms * interval '1 millisecond');
+             UPDATE {t}_semaphores SET taken = used + k WHERE name = n;
+             RETURN f;
+         END $f$;
+         -- 1 when the holder's lease was live, 0 when it had run out or it
+         -- held nothing; its permits are given back either way.
+         CREATE OR REPLACE FUNCTION {t}_release_permits(n text, o text)
+         RETURNS integer LANGUAGE plpgsql AS $f$
+         DECLARE
+             k    bigint;
+             live boolean;
+         BEGIN
+             PERFORM 1 FROM {t}_semaphores WHERE name = n FOR UPDATE;
+             DELETE FROM {t}_permits WHERE name = n AND owner = o
+             RETURNING permits, expires_at > clock_timestamp() INTO k, live;
+             IF NOT FOUND THEN RETURN 0; END IF;
+             UPDATE {t}_semaphores SET taken = taken - k WHERE name = n;
+             RETURN CASE WHEN live THEN 1 ELSE 0 END;
+         END $f$;"
+    )
+}
+
+/// The semaphore statements of lock table `t`.
+pub(super) struct PermitSql {
+    take: String,
+    extend: String,
+    release: String,
+    held: String,
+}
+
+impl PermitSql {
+    pub(super) fn new(t: &str) -> PermitSql {
+        PermitSql {
+            take: format!("SELECT {t}_take_permits($1, $2, $3, $4, $5, $6)"),
+            extend: format!(
+                "UPDATE {t}_permits SET expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
+                 WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
+                 RETURNING 1"
+            ),
+            release: format!("SELECT {t}_release_permits($1, $2)"),
+            // The count, less what lapsed holders not yet dropped took:
+            // reads only, through the expiry index (bounded by the
+            // statement's time: a volatile clock_timestamp() cannot bound
+            // an index scan).
+            held: format!(
+                "SELECT coalesce((SELECT taken FROM {t}_semaphores WHERE name = $1), 0)
+                      - coalesce((SELECT sum(permits) FROM {t}_permits
+                                   WHERE name = $1 AND expires_at <= statement_timestamp()), 0)::bigint"
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl PermitBackend for LeaseBackend {
+    async fn take_permits(&self, req: &Request<'_>, of: u32, take: u32) -> Result<u64> {
+        let owner = req.owner.to_string();
+        let params: [&(dyn ToSql + Sync); 6] = [
+            &req.name.as_str(),
+            &owner,
+            &req.label,
+            &i64::from(of),
+            &i64::from(take),
+            &millis(req.ttl),
+        ];
+        let rows = self.run(&self.permit_sql.take, &params).await?;
+        let outcome: i64 = rows.first().map_or(-1, |r| r.get(0));
+        match u64::try_from(outcome) {
+            Ok(fence) => Ok(fence),
+            Err(_) => {
+                let free = u64::try_from(-1 - outcome).unwrap_or(0);
+                Err(no_permits(req.name.as_str(), take, free, of))
+            }
+        }
+    }
+
+    async fn extend_permits(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
+        let rows = self
+            .run(
+                &self.permit_sql.extend,
+                &[&name.as_str(), &owner.to_string(), &millis(ttl)],
+            )
+            .await?;
+        owner_checked(name, rows.len() as u64)
+    }
+
+    async fn release_permits(&self, name: &Name, owner: OwnerId) -> Result<()> {
+        let rows = self
+            .run(
+                &self.permit_sql.release,
+                &[&name.as_str(), &owner.to_string()],
+            )
+            .await?;
+        let released: i32 = rows.first().map_or(0, |r| r.get(0));
+        owner_checked(name, u64::try_from(released).unwrap_or(0))
+    }
+
+    async fn permits_held(&self, name: &Name) -> Result<u64> {
+        let rows = self.run(&self.permit_sql.held, &[&name.as_str()]).await?;
+        let held: i64 = rows.first().map_or(0, |r| r.get(0));
+        Ok(u64::try_from(held).unwrap_or(0))
+    }
+}
