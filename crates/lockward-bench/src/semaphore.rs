@@ -49,11 +49,15 @@ pub struct Crowd {
     pub empty: Duration,
     /// The median cycle with `holders` holding.
     pub crowded: Duration,
+    /// The server's growth per holder, and what was measured, where the
+    /// server says (Redis: `used_memory`).
+    pub bytes_per_holder: Option<(f64, &'static str)>,
 }
 
 /// Cycles timed on an empty semaphore of `permits`, then with `holders`
 /// holders of one permit each taken (by 16 tasks), then released.
 pub async fn semaphore_crowd(
+    url: &lockward::StoreUrl,
     store: &Store,
     name: &str,
     permits: u32,
@@ -63,6 +67,7 @@ pub async fn semaphore_crowd(
     let sem = Semaphore::new(store.clone(), name, permits)?;
     let opts = super::options(store, Duration::from_secs(600));
     let empty = median_cycle(&sem, &opts, samples).await?;
+    let before = super::server_memory(url).await;
     let mut tasks = Vec::new();
     for part in 0..16 {
         let (sem, opts) = (sem.clone(), opts.clone());
@@ -83,6 +88,15 @@ pub async fn semaphore_crowd(
             Err(e) => failed = failed.or(Some(e)),
         }
     }
+    let after = super::server_memory(url).await;
+    let taken: usize = parts.iter().map(Vec::len).sum();
+    let bytes_per_holder = match (before, after) {
+        (Some(b), Some(a)) if taken > 0 => Some((
+            a.bytes.saturating_sub(b.bytes) as f64 / taken as f64,
+            a.what,
+        )),
+        _ => None,
+    };
     let crowded = match failed {
         None => median_cycle(&sem, &opts, samples).await,
         Some(e) => Err(e),
@@ -103,6 +117,7 @@ pub async fn semaphore_crowd(
     Ok(Crowd {
         empty,
         crowded: crowded?,
+        bytes_per_holder,
     })
 }
 

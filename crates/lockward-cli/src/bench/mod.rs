@@ -248,6 +248,7 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
             args.semaphore, args.semaphore_holders
         ));
         let crowd = bench::semaphore_crowd(
+            &parsed,
             store,
             &format!("{prefix}/semaphore-crowd"),
             args.semaphore,

@@ -283,10 +283,13 @@ pub fn table(r: &Results) -> String {
         Some((holders, Ok(c))) => line(
             &mut out,
             format!(
-                "semaphore acquire+release (median): empty {:.0} µs, beside {holders} holders {:.0} µs ({:.2}×)",
+                "semaphore acquire+release (median): empty {:.0} µs, beside {holders} holders {:.0} µs ({:.2}×){}",
                 us(c.empty),
                 us(c.crowded),
-                ratio(c.crowded, c.empty)
+                ratio(c.crowded, c.empty),
+                c.bytes_per_holder
+                    .map(|(b, what)| format!("; {b:.0} bytes per holder ({what})"))
+                    .unwrap_or_default()
             ),
         ),
         Some((holders, Err(e))) => line(&mut out, format!("semaphore beside {holders} holders: {e}")),

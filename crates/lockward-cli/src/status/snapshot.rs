@@ -41,8 +41,10 @@ impl From<LockInfo> for LockRow {
 /// waiting for readers to finish (the line of `LOCK#readers`), or a plain
 /// lock (also a read-write lock's writer); and the lock it belongs to.
 fn kind_of(name: &str) -> (&str, &'static str) {
-    if let Some((lock, slot)) = name.rsplit_once("#readers#permit/") {
-        if slot.bytes().all(|b| b.is_ascii_digit()) {
+    // A slot number on a ledger, the store's holder id (hex) where the
+    // store keeps the semaphore itself.
+    if let Some((lock, holder)) = name.rsplit_once("#readers#permit/") {
+        if !holder.is_empty() && holder.bytes().all(|b| b.is_ascii_hexdigit()) {
             return (lock, "read");
         }
     }

@@ -35,9 +35,9 @@ pub use capabilities::Capabilities;
 #[allow(unused_imports)]
 pub(crate) use locks::{inspect_each, owner_checked};
 pub use locks::{Attempt, Grant, Kind, LockBackend, Request};
+pub use permits::{holder_row, PermitBackend, PermitHolds};
 #[allow(unused_imports)]
 pub(crate) use permits::{no_permits, wanted};
-pub use permits::{PermitBackend, PermitHolds};
 #[allow(unused_imports)]
 pub(crate) use queued::{acquire_in_line, InLine, Leave};
 pub use records::{RecordBackend, Versioned};

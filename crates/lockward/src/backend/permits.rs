@@ -49,9 +49,23 @@ pub trait PermitBackend: Send + Sync {
 
     /// How many permits live holders hold.
     async fn permits_held(&self, name: &Name) -> Result<u64>;
+
+    /// Every live holder of the semaphores whose name starts with
+    /// `prefix`, sorted, for `status`: a row per holder, named
+    /// [`holder_row`]`(SEMAPHORE, ID)`. Reads every holder: not for the
+    /// acquisition path.
+    async fn list_permits(&self, prefix: &str) -> Result<Vec<LockInfo>>;
+}
+
+/// The name of a holder's row in `list`: `SEMAPHORE#permit/ID`, as a
+/// ledger's slot lock is named (there the ID is the slot number; here the
+/// store's id of the holder, in hex).
+pub fn holder_row(semaphore: &str, id: &str) -> String {
+    format!("{semaphore}#permit/{id}")
 }
 
 /// [`Error::NoPermits`] for `take` of `of` permits of which `free` are free.
+#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
 pub(crate) fn no_permits(name: &str, take: u32, free: u64, of: u32) -> Error {
     Error::NoPermits {
         name: name.to_string(),

@@ -315,9 +315,17 @@ impl Store {
         self.backend.inspect(&name).await
     }
 
-    /// Every held lock whose name starts with `prefix` (all with `""`).
+    /// Every held lock whose name starts with `prefix` (all with `""`),
+    /// and, where the store keeps semaphores natively, a row per holder of
+    /// the semaphores whose name starts with it (see
+    /// [`holder_row`](crate::backend::holder_row)); sorted by name.
     pub async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
-        self.backend.list(prefix).await
+        let mut held = self.backend.list(prefix).await?;
+        if let Some(permits) = self.backend.permits() {
+            held.extend(permits.list_permits(prefix).await?);
+            held.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        Ok(held)
     }
 
     /// The options checked, and possible on this store.

@@ -24,6 +24,9 @@
 //!   `etcdctl elect lockward/NAME PROPOSAL` compete for one leadership, and
 //!   `etcdctl elect -l lockward/NAME` prints lockward's identity.
 //!
+//! - **Semaphores** are kept natively: a key per holder on its lease and a
+//!   count beside them (see `permits.rs`).
+//!
 //! Every call opens its own stream (keep-alive, watch), so nothing is left
 //! to restore after a server restart or a failover: the next call reconnects.
 //! The store keeps one client per member and moves to the next member when
@@ -38,6 +41,8 @@ pub(crate) mod doctor;
 pub mod keys;
 #[cfg(feature = "etcd")]
 mod mutex;
+#[cfg(feature = "etcd")]
+mod permits;
 #[cfg(feature = "etcd")]
 mod queue;
 #[cfg(feature = "etcd")]

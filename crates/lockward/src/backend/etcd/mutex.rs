@@ -12,7 +12,7 @@ use etcd_client::{
 };
 
 use super::keys;
-use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
+use crate::backend::{Attempt, Capabilities, Grant, LockBackend, PermitBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -38,10 +38,10 @@ pub struct EtcdBackend {
 
 #[derive(Debug, Clone)]
 pub(super) struct Held {
-    lease: i64,
-    key: String,
+    pub(super) lease: i64,
+    pub(super) key: String,
     /// The TTL the lease was granted with: a keep-alive renews to it.
-    ttl_secs: i64,
+    pub(super) ttl_secs: i64,
 }
 
 /// The value of a contender key: the label (an election proposal) when
@@ -125,7 +125,7 @@ pub(super) enum Place {
 }
 
 /// etcd counts lease TTLs in whole seconds.
-fn lease_seconds(ttl: Duration) -> i64 {
+pub(super) fn lease_seconds(ttl: Duration) -> i64 {
     let secs = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
     i64::try_from(secs.max(1)).unwrap_or(i64::MAX)
 }
@@ -227,7 +227,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: false,
     native_rw_lock: false,
-    native_semaphore: false,
+    native_semaphore: true,
 };
 
 #[async_trait]
@@ -238,6 +238,10 @@ impl LockBackend for EtcdBackend {
 
     fn address(&self) -> String {
         self.address.clone()
+    }
+
+    fn permits(&self) -> Option<&dyn PermitBackend> {
+        Some(self)
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {

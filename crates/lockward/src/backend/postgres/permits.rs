@@ -9,11 +9,14 @@
 //! | `T_semaphores` | per semaphore: `taken`, the permits its listed holders took |
 //! | `T_permits` | per holder: name, owner, holder label, permits, fence (from `T_fence`), expiry |
 //!
-//! Taking and giving back run as functions (`T_take_permits`,
-//! `T_release_permits`), so each is one round trip, and both lock the
-//! semaphore's row before any holder's: the same order everywhere, so two
-//! of them never wait on each other in a cycle. A holder whose lease ran
-//! out stays listed until the next take drops it (through the index on
+//! Taking runs as a function (`T_take_permits`) and giving back as one
+//! statement, so each is one round trip, and each writes its holder's row
+//! first and the count last, so the semaphore's row stays locked only from
+//! the count's update to the commit. A take whose permits do not fit by the
+//! count locks the semaphore's row, drops lapsed holders (skipping rows a
+//! release is deleting: no transaction waits for another's holder row, so
+//! none wait in a cycle) and judges again. A holder whose lease ran out
+//! stays listed until a take that runs short drops it (through the index on
 //! name and expiry, so the cost is its own, once).
 
 use std::time::Duration;
@@ -21,9 +24,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_postgres::types::ToSql;
 
-use super::lease::{millis, LeaseBackend};
-use crate::backend::{no_permits, owner_checked, PermitBackend, Request};
+use super::lease::{millis, remaining, LeaseBackend};
+use crate::backend::{holder_row, no_permits, owner_checked, PermitBackend, Request};
 use crate::error::Result;
+use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -46,8 +50,9 @@ pub(super) fn schema(t: &str) -> String {
          );
          CREATE INDEX IF NOT EXISTS {t}_permits_expiry ON {t}_permits (name, expires_at);
          -- Returns the fence, or -1 - (permits free) when they do not fit.
-         -- Each statement reads the latest committed rows (a fresh
-         -- snapshot per statement), after the semaphore's row is locked.
+         -- The holder's row is written first and the count last, so the
+         -- semaphore's row stays locked only from the count's update to the
+         -- commit: takers queue on it one after another.
          CREATE OR REPLACE FUNCTION {t}_take_permits(
              n text, o text, label text, total bigint, k bigint, ttl_ms bigint
          ) RETURNS bigint LANGUAGE plpgsql AS $f$
@@ -55,48 +60,49 @@ pub(super) fn schema(t: &str) -> String {
              used  bigint;
              freed bigint;
              f     bigint;
+             live  boolean;
              now_  timestamptz;
          BEGIN
-             INSERT INTO {t}_semaphores (name, taken) VALUES (n, 0) ON CONFLICT (name) DO NOTHING;
-             SELECT taken INTO used FROM {t}_semaphores WHERE name = n FOR UPDATE;
              -- A variable, not clock_timestamp() itself: an index scan can
              -- be bounded by a value, not by a volatile function.
              now_ := clock_timestamp();
+             SELECT fence, expires_at > now_ INTO f, live FROM {t}_permits
+              WHERE name = n AND owner = o;
              -- A retried call whose first run took them.
-             SELECT fence INTO f FROM {t}_permits
-              WHERE name = n AND owner = o AND expires_at > now_;
-             IF FOUND THEN RETURN f; END IF;
+             IF FOUND AND live THEN RETURN f; END IF;
+             IF NOT FOUND THEN
+                 INSERT INTO {t}_permits (name, owner, holder, permits, fence, expires_at)
+                 VALUES (n, o, label, k, nextval('{t}_fence'), now_ + ttl_ms * interval '1 millisecond')
+                 RETURNING fence INTO f;
+                 UPDATE {t}_semaphores SET taken = taken + k WHERE name = n AND taken + k <= total;
+                 IF FOUND THEN RETURN f; END IF;
+             END IF;
+             -- Short (or a new semaphore): drop lapsed holders, then judge.
+             INSERT INTO {t}_semaphores (name, taken) VALUES (n, 0) ON CONFLICT (name) DO NOTHING;
+             SELECT taken INTO used FROM {t}_semaphores WHERE name = n FOR UPDATE;
+             now_ := clock_timestamp();
+             -- Rows a release is deleting are skipped: it lowers the
+             -- count itself (and waiting for it here could deadlock).
              WITH gone AS (
-                 DELETE FROM {t}_permits WHERE name = n AND expires_at <= now_
+                 DELETE FROM {t}_permits WHERE ctid IN (
+                     SELECT ctid FROM {t}_permits WHERE name = n AND expires_at <= now_
+                     FOR UPDATE SKIP LOCKED)
                  RETURNING permits
              ) SELECT coalesce(sum(permits), 0) INTO freed FROM gone;
              used := used - freed;
              IF used + k > total THEN
+                 DELETE FROM {t}_permits WHERE name = n AND owner = o;
                  IF freed > 0 THEN
                      UPDATE {t}_semaphores SET taken = used WHERE name = n;
                  END IF;
                  RETURN -1 - greatest(total - used, 0);
              END IF;
-             f := nextval('{t}_fence');
              INSERT INTO {t}_permits (name, owner, holder, permits, fence, expires_at)
-             VALUES (n, o, label, k, f, now_ + ttl_ms * interval '1 millisecond');
+             VALUES (n, o, label, k, nextval('{t}_fence'), now_ + ttl_ms * interval '1 millisecond')
+             ON CONFLICT (name, owner) DO UPDATE SET expires_at = excluded.expires_at
+             RETURNING fence INTO f;
              UPDATE {t}_semaphores SET taken = used + k WHERE name = n;
              RETURN f;
-         END $f$;
-         -- 1 when the holder's lease was live, 0 when it had run out or it
-         -- held nothing; its permits are given back either way.
-         CREATE OR REPLACE FUNCTION {t}_release_permits(n text, o text)
-         RETURNS integer LANGUAGE plpgsql AS $f$
-         DECLARE
-             k    bigint;
-             live boolean;
-         BEGIN
-             PERFORM 1 FROM {t}_semaphores WHERE name = n FOR UPDATE;
-             DELETE FROM {t}_permits WHERE name = n AND owner = o
-             RETURNING permits, expires_at > clock_timestamp() INTO k, live;
-             IF NOT FOUND THEN RETURN 0; END IF;
-             UPDATE {t}_semaphores SET taken = taken - k WHERE name = n;
-             RETURN CASE WHEN live THEN 1 ELSE 0 END;
          END $f$;"
     )
 }
@@ -107,6 +113,7 @@ pub(super) struct PermitSql {
     extend: String,
     release: String,
     held: String,
+    list: String,
 }
 
 impl PermitSql {
@@ -118,7 +125,20 @@ impl PermitSql {
                  WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()
                  RETURNING 1"
             ),
-            release: format!("SELECT {t}_release_permits($1, $2)"),
+            // The holder's row first, then the count (reading what the
+            // delete returned): the semaphore's row stays locked only from
+            // the count's update to the commit. 1 when the lease was live.
+            release: format!(
+                "WITH gone AS (
+                     DELETE FROM {t}_permits WHERE name = $1 AND owner = $2
+                     RETURNING permits, expires_at > clock_timestamp() AS live
+                 ), counted AS (
+                     UPDATE {t}_semaphores s SET taken = s.taken - gone.permits
+                       FROM gone WHERE s.name = $1
+                     RETURNING gone.live
+                 )
+                 SELECT coalesce((SELECT live::int FROM counted), 0)"
+            ),
             // The count, less what lapsed holders not yet dropped took:
             // reads only, through the expiry index (bounded by the
             // statement's time: a volatile clock_timestamp() cannot bound
@@ -127,6 +147,13 @@ impl PermitSql {
                 "SELECT coalesce((SELECT taken FROM {t}_semaphores WHERE name = $1), 0)
                       - coalesce((SELECT sum(permits) FROM {t}_permits
                                    WHERE name = $1 AND expires_at <= statement_timestamp()), 0)::bigint"
+            ),
+            list: format!(
+                "SELECT name, owner, holder, fence,
+                        (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint
+                 FROM {t}_permits
+                 WHERE starts_with(name, $1) AND expires_at > clock_timestamp()
+                 ORDER BY name, fence"
             ),
         }
     }
@@ -180,5 +207,23 @@ impl PermitBackend for LeaseBackend {
         let rows = self.run(&self.permit_sql.held, &[&name.as_str()]).await?;
         let held: i64 = rows.first().map_or(0, |r| r.get(0));
         Ok(u64::try_from(held).unwrap_or(0))
+    }
+
+    async fn list_permits(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let rows = self.run(&self.permit_sql.list, &[&prefix]).await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let (name, owner): (String, String) = (row.get(0), row.get(1));
+                LockInfo {
+                    name: holder_row(&name, &owner),
+                    owner,
+                    holder: row.get(2),
+                    fence: u64::try_from(row.get::<_, i64>(3)).ok(),
+                    expires_in: Some(remaining(row.get(4))),
+                    waiters: None,
+                }
+            })
+            .collect())
     }
 }

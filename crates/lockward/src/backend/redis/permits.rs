@@ -22,9 +22,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::{Script, Value};
 
-use super::mutex::{int, millis, RedisBackend};
-use crate::backend::{no_permits, PermitBackend, Request};
+use super::mutex::{int, millis, text, RedisBackend};
+use super::{conn, keys};
+use crate::backend::{holder_row, no_permits, PermitBackend, Request};
 use crate::error::Result;
+use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -116,12 +118,26 @@ while drop_lapsed(1000) == 1000 do end
 return taken()
 "#;
 
+/// After [`LAPSED`]. KEYS: holders, permits, taken. The live holders:
+/// `{owner, expiry ms from now, "PERMITS FENCE"}` each, flattened.
+const LIST: &str = r#"
+local out = {}
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%.0f', now_ms), '+inf', 'WITHSCORES')
+for i = 1, #live, 2 do
+  out[#out + 1] = live[i]
+  out[#out + 1] = tonumber(live[i + 1]) - now_ms
+  out[#out + 1] = redis.call('HGET', KEYS[2], live[i]) or ''
+end
+return out
+"#;
+
 /// The semaphore scripts, hashed once per store.
 pub(crate) struct PermitScripts {
     take: Script,
     extend: Script,
     release: Script,
     held: Script,
+    list: Script,
 }
 
 impl PermitScripts {
@@ -131,9 +147,13 @@ impl PermitScripts {
             extend: Script::new(&format!("{LAPSED}{EXTEND}")),
             release: Script::new(&format!("{LAPSED}{RELEASE}")),
             held: Script::new(&format!("{LAPSED}{HELD}")),
+            list: Script::new(&format!("{LAPSED}{LIST}")),
         }
     }
 }
+
+/// What follows a semaphore's key (after the name) on its holders' key.
+const HOLDERS_SUFFIX: &str = ":sem:holders";
 
 /// The keys of semaphore `name`.
 struct SemKeys {
@@ -147,7 +167,7 @@ impl RedisBackend {
     fn sem_keys(&self, name: &Name) -> SemKeys {
         let lock = self.keys(name).lock;
         SemKeys {
-            holders: format!("{lock}:sem:holders"),
+            holders: format!("{lock}{HOLDERS_SUFFIX}"),
             permits: format!("{lock}:sem:permits"),
             taken: format!("{lock}:sem:taken"),
             fence: format!("{lock}:sem:fence"),
@@ -247,5 +267,51 @@ impl PermitBackend for RedisBackend {
             )
             .await?;
         Ok(u64::try_from(held).unwrap_or(0))
+    }
+
+    async fn list_permits(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
+        let found = conn::scan_all(&self.conn, &format!("{pattern}{HOLDERS_SUFFIX}"))
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let mut names: Vec<Name> = found
+            .iter()
+            .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
+            .filter_map(|k| k.strip_suffix(HOLDERS_SUFFIX))
+            .filter_map(|k| keys::name_of(k, self.cluster))
+            .filter_map(|n| Name::new(n).ok())
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut rows = Vec::new();
+        for name in names {
+            let keys = self.sem_keys(&name);
+            let (reply, _): (Vec<Value>, _) = self
+                .invoke(
+                    self.scripts
+                        .permits
+                        .list
+                        .key(&keys.holders)
+                        .key(&keys.permits)
+                        .key(&keys.taken),
+                )
+                .await?;
+            for holder in reply.chunks_exact(3) {
+                let owner = text(&holder[0]).unwrap_or_default();
+                let fence = text(&holder[2])
+                    .and_then(|v| v.rsplit_once(' ').and_then(|(_, f)| f.parse().ok()));
+                rows.push(LockInfo {
+                    name: holder_row(name.as_str(), &owner),
+                    owner,
+                    holder: None,
+                    fence,
+                    expires_in: int(&holder[1])
+                        .and_then(|ms| u64::try_from(ms).ok())
+                        .map(Duration::from_millis),
+                    waiters: None,
+                });
+            }
+        }
+        Ok(rows)
     }
 }

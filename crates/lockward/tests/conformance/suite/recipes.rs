@@ -185,6 +185,31 @@ pub async fn semaphore_limits_holders(f: &dyn Fixture) {
         matches!(&full, Err(Error::NoPermits { why, .. }) if why == "1 wanted, 0 of 3 free"),
         "{full:?}"
     );
+    // `list` (and so `status`) shows a row per holder, `NAME#permit/ID`,
+    // on a ledger (its slot locks) as where the store keeps the semaphore.
+    let rows = f.store().await.list(&name).await.unwrap();
+    let mut shown: Vec<String> = rows
+        .iter()
+        .filter(|r| r.name.starts_with(&format!("{name}#permit/")))
+        .map(|r| r.name.clone())
+        .collect();
+    shown.sort();
+    assert_eq!(shown.len(), 3, "{rows:?}");
+    if sem.is_native() {
+        // Each row carries its holder's fence.
+        let mut fences: Vec<Option<u64>> = rows.iter().map(|r| r.fence).collect();
+        let mut expected: Vec<Option<u64>> = held.iter().map(|p| Some(p.guard().fence())).collect();
+        fences.sort();
+        expected.sort();
+        assert_eq!(fences, expected, "{rows:?}");
+    } else {
+        let mut expected: Vec<String> = held
+            .iter()
+            .map(|p| format!("{name}#permit/{}", p.holder()))
+            .collect();
+        expected.sort();
+        assert_eq!(shown, expected);
+    }
     drop(held);
     assert!(Semaphore::new(f.store().await, "x", 0).is_err());
 }
