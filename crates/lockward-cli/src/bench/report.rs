@@ -107,6 +107,8 @@ pub fn json(r: &Results) -> Value {
                 "empty_p50_us": us(c.empty),
                 "crowded_p50_us": us(c.crowded),
                 "ratio": ratio(c.crowded, c.empty),
+                "bytes_per_holder": c.bytes_per_holder.map(|(b, _)| b),
+                "bytes_measured": c.bytes_per_holder.map(|(_, what)| what),
             }),
             Err(e) => json!({ "holders": holders, "error": e }),
         });

@@ -1,28 +1,38 @@
 //! Semaphores kept by etcd: a key per holder on the holder's own lease,
-//! and a count of taken permits beside them, changed together by one
-//! transaction, so a permit costs the same however many hold one.
+//! and the count of taken permits split over up to 16 shard keys, each
+//! with a quota, changed together with the holder's key by one
+//! transaction, so a permit costs the same however many hold one, and
+//! concurrent takes rarely write the same key.
 //!
 //! For a semaphore `N` under prefix `P` (U+0001 keeps these keys apart
-//! from every lock's, as records are):
+//! from every lock's, as records are), with `B` = `P` + U+0001 +
+//! `semaphores/` + esc(N):
 //!
 //! | key | holds |
 //! | --- | --- |
-//! | `P` + U+0001 + `semaphores/` + esc(N) + `/taken` | permits taken by the holders counted |
-//! | `P` + U+0001 + `semaphores/` + esc(N) + `/h/` + lease id (hex) | a holder: the permits it took, on its lease |
+//! | `B/s/` + shard | `TAKEN QUOTA`: permits its holders took, and its quota |
+//! | `B/h/` + lease id (hex) | a holder, on its lease: `PERMITS SHARD` |
 //!
-//! - **Take**: grant a lease, then one transaction: if the count is still
-//!   at the revision read, write it plus `k` and put the holder's key; on a
-//!   conflict, the transaction returns the new count to try again with. The
-//!   fence is the holder key's create revision (revisions only grow).
-//! - **Give back**: one transaction deletes the key and lowers the count
+//! Every shard keeps `taken <= quota` and the quotas add up to the permits,
+//! so the shards together never hold more.
+//!
+//! - **Take**: grant a lease; read the holder's shard (a random one); if
+//!   the permits fit its quota, one transaction writes it plus `k` and puts
+//!   the holder's key, on the revision read. The fence is the holder key's
+//!   create revision (revisions only grow).
+//! - **When they do not fit the shard's quota**, the shards and holders are
+//!   read at one revision; the free permits (by the live holders: a holder
+//!   whose lease ran out took its key with it) are shared out again as
+//!   quotas and the holder added, in one transaction on the revisions of
+//!   every shard, or refused when they do not fit at all. That reads every
+//!   holder, once per quota's worth of takes on a shard.
+//! - **Give back**: one transaction deletes the key and lowers its shard
 //!   (on the revisions read), then the lease is revoked. **Renewal** is a
 //!   keep-alive of the lease, as for a lock.
-//! - **Expiry** deletes a holder's key with its lease but cannot lower the
-//!   count, so the count is never below what live holders took. When
-//!   permits seem short, the holders are counted at one revision and the
-//!   count set to that (on its revision), which is how a crashed holder's
-//!   permits come back: a cost paid only when the semaphore runs short.
+//! - A write that loses to another is tried again after a random pause:
+//!   every losing write still costs the cluster a round of consensus.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -38,14 +48,16 @@ use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
-/// How often a write of the count may meet a conflicting one before the
-/// caller is told the semaphore is contended.
+/// How many writes may lose to conflicting ones before the caller is told
+/// the semaphore is contended.
 const WRITE_TRIES: u32 = 1_000;
 
-/// The pause after a conflicting write of the count: every write that
-/// loses still costs the cluster a round of consensus, so many writers
-/// retrying in step would slow the winners down. Anywhere up to a cap that
-/// doubles with each loss (200 µs to 8 ms), which spreads them out.
+/// How many keys a semaphore's count is split over (fewer when it has
+/// fewer permits).
+const SHARDS: u32 = 16;
+
+/// The pause after a write that lost: anywhere up to a cap that doubles
+/// with each loss (200 µs to 8 ms), which spreads the writers out.
 struct ConflictBackoff(Duration);
 
 fn conflict_backoff() -> ConflictBackoff {
@@ -53,43 +65,62 @@ fn conflict_backoff() -> ConflictBackoff {
 }
 
 impl ConflictBackoff {
-    fn next_delay(&mut self) -> Duration {
+    async fn pause(&mut self) {
         let cap = self.0;
         self.0 = (cap * 2).min(Duration::from_millis(8));
-        cap.mul_f64(fastrand::f64())
+        tokio::time::sleep(cap.mul_f64(fastrand::f64())).await;
     }
 }
 
 /// The keys of one semaphore.
 struct SemKeys {
-    taken: String,
+    shards: String,
     holders: String,
 }
 
 impl SemKeys {
+    fn shard(&self, index: u32) -> String {
+        format!("{}{index}", self.shards)
+    }
+
     fn holder(&self, lease: i64) -> String {
         format!("{}{lease:x}", self.holders)
     }
 }
 
-/// The count as read: permits and the revision a write must name (0:
-/// no count yet).
-#[derive(Clone, Copy)]
-struct Count {
+/// A shard as read: permits taken, quota, and the revision a write must
+/// name (0: it does not exist yet).
+#[derive(Clone, Copy, Default)]
+struct Shard {
     taken: u64,
+    quota: u64,
     revision: i64,
 }
 
-impl Count {
-    fn of(kv: Option<&KeyValue>) -> Count {
-        Count {
-            taken: kv
-                .and_then(|kv| kv.value_str().ok())
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0),
-            revision: kv.map_or(0, |kv| kv.mod_revision()),
+impl Shard {
+    fn of(kv: Option<&KeyValue>) -> Shard {
+        let Some(kv) = kv else {
+            return Shard::default();
+        };
+        let (taken, quota) = pair(kv);
+        Shard {
+            taken,
+            quota,
+            revision: kv.mod_revision(),
         }
     }
+
+    fn value(taken: u64, quota: u64) -> String {
+        format!("{taken} {quota}")
+    }
+}
+
+/// A value of two numbers (`TAKEN QUOTA`, `PERMITS SHARD`); zeros where it
+/// is not (nothing lockward wrote counts for anything).
+fn pair(kv: &KeyValue) -> (u64, u64) {
+    let text = kv.value_str().unwrap_or("");
+    let mut numbers = text.split(' ').map(|n| n.parse().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
 }
 
 fn first_kv(response: Option<&TxnOpResponse>) -> Option<&KeyValue> {
@@ -99,18 +130,28 @@ fn first_kv(response: Option<&TxnOpResponse>) -> Option<&KeyValue> {
     }
 }
 
-fn permits_of(kv: &KeyValue) -> u64 {
-    kv.value_str()
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+fn all_kvs(response: Option<&TxnOpResponse>) -> &[KeyValue] {
+    match response {
+        Some(TxnOpResponse::Get(g)) => g.kvs(),
+        _ => &[],
+    }
+}
+
+/// What sharing the permits out again came to.
+enum Shared {
+    /// Taken, with this fence.
+    Taken(i64),
+    /// They do not fit: this many are free.
+    Short(u64),
+    /// Another write came first.
+    Lost,
 }
 
 impl EtcdBackend {
     fn sem_keys(&self, name: &Name) -> SemKeys {
         let base = format!("{}\u{1}semaphores/{}", self.prefix, escape(name.as_str()));
         SemKeys {
-            taken: format!("{base}/taken"),
+            shards: format!("{base}/s/"),
             holders: format!("{base}/h/"),
         }
     }
@@ -123,67 +164,115 @@ impl EtcdBackend {
         .await
     }
 
-    /// The count alone.
-    async fn count(&self, keys: &SemKeys) -> Result<Count> {
-        let key = keys.taken.clone();
+    async fn get_kv(&self, key: &str) -> Result<Option<KeyValue>> {
+        let key = key.to_string();
         let resp = self
             .call(|mut c| {
                 let key = key.clone();
                 async move { c.get(key, None).await }
             })
             .await?;
-        Ok(Count::of(resp.kvs().first()))
+        Ok(resp.kvs().first().cloned())
     }
 
-    /// The count and the permits of every live holder, at one revision.
-    async fn recount(&self, keys: &SemKeys) -> Result<(Count, u64)> {
+    /// Every shard and the live holders' permits per shard, at one revision.
+    async fn read_all(&self, keys: &SemKeys) -> Result<(BTreeMap<u32, Shard>, BTreeMap<u32, u64>)> {
+        let prefix = || Some(GetOptions::new().with_prefix());
         let resp = self
             .txn(Txn::new().and_then([
-                TxnOp::get(keys.taken.clone(), None),
-                TxnOp::get(keys.holders.clone(), Some(GetOptions::new().with_prefix())),
+                TxnOp::get(keys.shards.clone(), prefix()),
+                TxnOp::get(keys.holders.clone(), prefix()),
             ]))
             .await?;
-        let count = Count::of(first_kv(resp.op_responses().first()));
-        let live = match resp.op_responses().get(1) {
-            Some(TxnOpResponse::Get(g)) => g.kvs().iter().map(permits_of).sum(),
-            _ => 0,
-        };
-        Ok((count, live))
-    }
-
-    /// Sets the count to what live holders took when it says more, on the
-    /// count's revision; the count as it is afterwards.
-    async fn settle(&self, keys: &SemKeys) -> Result<Count> {
-        for _ in 0..WRITE_TRIES {
-            let (count, live) = self.recount(keys).await?;
-            if live >= count.taken {
-                return Ok(count);
-            }
-            let resp = self
-                .txn(
-                    Txn::new()
-                        .when([Compare::mod_revision(
-                            keys.taken.clone(),
-                            CompareOp::Equal,
-                            count.revision,
-                        )])
-                        .and_then([TxnOp::put(keys.taken.clone(), live.to_string(), None)]),
-                )
-                .await?;
-            if resp.succeeded() {
-                let revision = resp.header().map_or(0, |h| h.revision());
-                return Ok(Count {
-                    taken: live,
-                    revision,
-                });
+        let mut shards = BTreeMap::new();
+        for kv in all_kvs(resp.op_responses().first()) {
+            let index = kv
+                .key_str()
+                .ok()
+                .and_then(|k| k.strip_prefix(keys.shards.as_str()))
+                .and_then(|i| i.parse::<u32>().ok());
+            if let Some(index) = index.filter(|i| *i < SHARDS) {
+                shards.insert(index, Shard::of(Some(kv)));
             }
         }
-        Err(self.contended(keys))
+        let mut live = BTreeMap::new();
+        for kv in all_kvs(resp.op_responses().get(1)) {
+            let (permits, shard) = pair(kv);
+            *live.entry(u32::try_from(shard).unwrap_or(0)).or_insert(0) += permits;
+        }
+        Ok((shards, live))
+    }
+
+    /// Counts the live holders, and shares the free permits out as quotas
+    /// with `take` more on shard `mine` for the holder `holder`.
+    #[allow(clippy::too_many_arguments)]
+    async fn share_out(
+        &self,
+        keys: &SemKeys,
+        of: u32,
+        take: u32,
+        mine: u32,
+        holder: &str,
+        lease: i64,
+    ) -> Result<Shared> {
+        let (shards, live) = self.read_all(keys).await?;
+        let used: u64 = live.values().sum();
+        let (of, take) = (u64::from(of), u64::from(take));
+        if used + take > of {
+            return Ok(Shared::Short(of - used.min(of)));
+        }
+        // Every shard that exists is shared out, also ones a caller with
+        // more permits made, so that the quotas never add up to more.
+        let count = shards
+            .keys()
+            .next_back()
+            .map_or(0, |i| i + 1)
+            .max(of.min(u64::from(SHARDS)) as u32)
+            .max(mine + 1);
+        let spare = of - used - take;
+        let mut when = Vec::new();
+        let mut then = Vec::new();
+        for index in 0..count {
+            let key = keys.shard(index);
+            let read = shards.get(&index).copied().unwrap_or_default();
+            when.push(Compare::mod_revision(
+                key.clone(),
+                CompareOp::Equal,
+                read.revision,
+            ));
+            let taken =
+                live.get(&index).copied().unwrap_or(0) + if index == mine { take } else { 0 };
+            let quota = taken
+                + spare / u64::from(count)
+                + u64::from(u64::from(index) < spare % u64::from(count));
+            then.push(TxnOp::put(key, Shard::value(taken, quota), None));
+        }
+        then.push(TxnOp::put(
+            holder.to_string(),
+            format!("{take} {mine}"),
+            Some(PutOptions::new().with_lease(lease)),
+        ));
+        let resp = self
+            .txn(
+                Txn::new()
+                    .when(when)
+                    .and_then(then)
+                    .or_else([TxnOp::get(holder.to_string(), None)]),
+            )
+            .await?;
+        if resp.succeeded() {
+            return Ok(Shared::Taken(resp.header().map_or(0, |h| h.revision())));
+        }
+        // A retried call whose first run applied finds its own key.
+        Ok(match first_kv(resp.op_responses().first()) {
+            Some(kv) => Shared::Taken(kv.create_revision()),
+            None => Shared::Lost,
+        })
     }
 
     fn contended(&self, keys: &SemKeys) -> Error {
         Error::Contended {
-            key: keys.taken.clone(),
+            key: keys.shards.clone(),
             tries: WRITE_TRIES,
         }
     }
@@ -195,45 +284,53 @@ impl PermitBackend for EtcdBackend {
         let keys = self.sem_keys(req.name);
         let lease = self.grant(req.ttl).await?;
         let holder = keys.holder(lease);
-        let mut count = self.count(&keys).await?;
+        let mine = fastrand::u32(0..of.min(SHARDS));
+        let shard_key = keys.shard(mine);
+        let mut shard = Shard::of(self.get_kv(&shard_key).await?.as_ref());
         let mut backoff = conflict_backoff();
         for _ in 0..WRITE_TRIES {
-            if count.taken + u64::from(take) > u64::from(of) {
-                count = self.settle(&keys).await?;
-                if count.taken + u64::from(take) > u64::from(of) {
-                    let _ = self.revoke(lease).await;
-                    let free = u64::from(of).saturating_sub(count.taken);
-                    return Err(no_permits(req.name.as_str(), take, free, of));
+            let fence = if shard.revision > 0 && shard.taken + u64::from(take) <= shard.quota {
+                let resp = self
+                    .txn(
+                        Txn::new()
+                            .when([Compare::mod_revision(
+                                shard_key.clone(),
+                                CompareOp::Equal,
+                                shard.revision,
+                            )])
+                            .and_then([
+                                TxnOp::put(
+                                    shard_key.clone(),
+                                    Shard::value(shard.taken + u64::from(take), shard.quota),
+                                    None,
+                                ),
+                                TxnOp::put(
+                                    holder.clone(),
+                                    format!("{take} {mine}"),
+                                    Some(PutOptions::new().with_lease(lease)),
+                                ),
+                            ])
+                            .or_else([TxnOp::get(holder.clone(), None)]),
+                    )
+                    .await?;
+                if resp.succeeded() {
+                    resp.header().map(|h| h.revision())
+                } else {
+                    // A retried call whose first run applied finds its own key.
+                    first_kv(resp.op_responses().first()).map(|kv| kv.create_revision())
                 }
-            }
-            let resp = self
-                .txn(
-                    Txn::new()
-                        .when([Compare::mod_revision(
-                            keys.taken.clone(),
-                            CompareOp::Equal,
-                            count.revision,
-                        )])
-                        .and_then([
-                            TxnOp::put(
-                                keys.taken.clone(),
-                                (count.taken + u64::from(take)).to_string(),
-                                None,
-                            ),
-                            TxnOp::put(
-                                holder.clone(),
-                                take.to_string(),
-                                Some(PutOptions::new().with_lease(lease)),
-                            ),
-                        ])
-                        .or_else([TxnOp::get(holder.clone(), None)]),
-                )
-                .await?;
-            // A retried call whose first run applied finds its own key.
-            let fence = if resp.succeeded() {
-                resp.header().map(|h| h.revision())
             } else {
-                first_kv(resp.op_responses().first()).map(|kv| kv.create_revision())
+                match self
+                    .share_out(&keys, of, take, mine, &holder, lease)
+                    .await?
+                {
+                    Shared::Taken(fence) => Some(fence),
+                    Shared::Short(free) => {
+                        let _ = self.revoke(lease).await;
+                        return Err(no_permits(req.name.as_str(), take, free, of));
+                    }
+                    Shared::Lost => None,
+                }
             };
             if let Some(fence) = fence.filter(|f| *f > 0) {
                 self.leases().insert(
@@ -246,10 +343,9 @@ impl PermitBackend for EtcdBackend {
                 );
                 return Ok(fence as u64);
             }
-            // Lost to another write: pause, then read the count afresh
-            // (the one the failed write returned is stale by then).
-            tokio::time::sleep(backoff.next_delay()).await;
-            count = self.count(&keys).await?;
+            // Lost to another write: pause, then read the shard afresh.
+            backoff.pause().await;
+            shard = Shard::of(self.get_kv(&shard_key).await?.as_ref());
         }
         let _ = self.revoke(lease).await;
         Err(self.contended(&keys))
@@ -268,27 +364,34 @@ impl PermitBackend for EtcdBackend {
             return Err(not_owner());
         };
         let keys = self.sem_keys(name);
-        let read = [
-            TxnOp::get(keys.taken.clone(), None),
-            TxnOp::get(held.key.clone(), None),
-        ];
-        let mut resp = self.txn(Txn::new().and_then(read.clone())).await?;
         let mut backoff = conflict_backoff();
         for _ in 0..WRITE_TRIES {
-            let count = Count::of(first_kv(resp.op_responses().first()));
-            let Some(mine) = first_kv(resp.op_responses().get(1)).cloned() else {
-                // Its lease ran out: the key went with it (the count is
-                // set right when the semaphore next runs short).
+            let read = self
+                .txn(Txn::new().and_then([
+                    TxnOp::get(held.key.clone(), None),
+                    TxnOp::get(keys.shards.clone(), Some(GetOptions::new().with_prefix())),
+                ]))
+                .await?;
+            let Some(mine) = first_kv(read.op_responses().first()).cloned() else {
+                // Its lease ran out: the key went with it (its shard is set
+                // right when the permits are next shared out).
                 return Err(not_owner());
             };
-            resp = self
+            let (permits, index) = pair(&mine);
+            let shard_key = keys.shard(u32::try_from(index).unwrap_or(0));
+            let shard = Shard::of(
+                all_kvs(read.op_responses().get(1))
+                    .iter()
+                    .find(|kv| kv.key() == shard_key.as_bytes()),
+            );
+            let resp = self
                 .txn(
                     Txn::new()
                         .when([
                             Compare::mod_revision(
-                                keys.taken.clone(),
+                                shard_key.clone(),
                                 CompareOp::Equal,
-                                count.revision,
+                                shard.revision,
                             ),
                             Compare::mod_revision(
                                 held.key.clone(),
@@ -298,8 +401,8 @@ impl PermitBackend for EtcdBackend {
                         ])
                         .and_then([
                             TxnOp::put(
-                                keys.taken.clone(),
-                                count.taken.saturating_sub(permits_of(&mine)).to_string(),
+                                shard_key,
+                                Shard::value(shard.taken.saturating_sub(permits), shard.quota),
                                 None,
                             ),
                             TxnOp::delete(held.key.clone(), None),
@@ -310,14 +413,13 @@ impl PermitBackend for EtcdBackend {
                 let _ = self.revoke(held.lease).await;
                 return Ok(());
             }
-            tokio::time::sleep(backoff.next_delay()).await;
-            resp = self.txn(Txn::new().and_then(read.clone())).await?;
+            backoff.pause().await;
         }
         Err(self.contended(&keys))
     }
 
     async fn permits_held(&self, name: &Name) -> Result<u64> {
-        Ok(self.recount(&self.sem_keys(name)).await?.1)
+        Ok(self.read_all(&self.sem_keys(name)).await?.1.values().sum())
     }
 
     async fn list_permits(&self, prefix: &str) -> Result<Vec<LockInfo>> {

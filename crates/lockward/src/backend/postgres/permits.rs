@@ -1,23 +1,29 @@
-//! Semaphores kept by PostgreSQL (lease mode): a row per holder and the
-//! count of taken permits in a row per semaphore, changed in the same
-//! transaction, so a permit costs the same however many hold one.
+//! Semaphores kept by PostgreSQL (lease mode): a row per holder, and the
+//! count of taken permits split over up to 16 shard rows, each with a
+//! quota, changed in the same transaction, so a permit costs the same
+//! however many hold one, and takes do not queue on one row.
 //!
 //! For lock table `T`:
 //!
 //! | table | holds |
 //! | --- | --- |
-//! | `T_semaphores` | per semaphore: `taken`, the permits its listed holders took |
-//! | `T_permits` | per holder: name, owner, holder label, permits, fence (from `T_fence`), expiry |
+//! | `T_permit_shards` | per semaphore and shard: `taken`, the permits its holders took, and its `quota` |
+//! | `T_permits` | per holder: name, owner, holder label, shard, permits, fence (from `T_fence`), expiry |
 //!
-//! Taking runs as a function (`T_take_permits`) and giving back as one
-//! statement, so each is one round trip, and each writes its holder's row
-//! first and the count last, so the semaphore's row stays locked only from
-//! the count's update to the commit. A take whose permits do not fit by the
-//! count locks the semaphore's row, drops lapsed holders (skipping rows a
-//! release is deleting: no transaction waits for another's holder row, so
-//! none wait in a cycle) and judges again. A holder whose lease ran out
-//! stays listed until a take that runs short drops it (through the index on
-//! name and expiry, so the cost is its own, once).
+//! A holder belongs to one shard (by its owner id). Every shard keeps
+//! `taken <= quota`, and the quotas add up to the permits, so the shards
+//! together never hold more. A take that fits its shard's quota updates
+//! that shard's row alone: on a durable server each commit waits for its
+//! flush, and a single count row would make every take wait for the one
+//! before it. A take that does not fit locks every shard (in order),
+//! drops lapsed holders, judges by the total, and shares the free permits
+//! out again as quotas. Taking runs as a function (`T_take_permits`) and
+//! giving back as one statement, each one round trip, and each writes its
+//! holder's row before the count. Nobody waits for another's holder row (a
+//! dropping take skips rows a release is deleting), so no two wait on each
+//! other in a cycle. A holder whose lease ran out stays listed until a take
+//! that runs short drops it (through the index on name and expiry, so the
+//! cost is its own, once).
 
 use std::time::Duration;
 
@@ -31,18 +37,27 @@ use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
+/// How many rows a semaphore's count is split over (fewer when it has
+/// fewer permits): takes on different shards commit without waiting for
+/// each other.
+const SHARDS: i32 = 16;
+
 /// The tables and functions of the semaphores of lock table `t`, for the
 /// schema's transaction.
 pub(super) fn schema(t: &str) -> String {
     format!(
-        "CREATE TABLE IF NOT EXISTS {t}_semaphores (
-             name  text PRIMARY KEY,
-             taken bigint NOT NULL
+        "CREATE TABLE IF NOT EXISTS {t}_permit_shards (
+             name  text NOT NULL,
+             shard integer NOT NULL,
+             taken bigint NOT NULL,
+             quota bigint NOT NULL,
+             PRIMARY KEY (name, shard)
          );
          CREATE TABLE IF NOT EXISTS {t}_permits (
              name       text NOT NULL,
              owner      text NOT NULL,
              holder     text,
+             shard      integer NOT NULL,
              permits    bigint NOT NULL,
              fence      bigint NOT NULL,
              expires_at timestamptz NOT NULL,
@@ -50,18 +65,17 @@ pub(super) fn schema(t: &str) -> String {
          );
          CREATE INDEX IF NOT EXISTS {t}_permits_expiry ON {t}_permits (name, expires_at);
          -- Returns the fence, or -1 - (permits free) when they do not fit.
-         -- The holder's row is written first and the count last, so the
-         -- semaphore's row stays locked only from the count's update to the
-         -- commit: takers queue on it one after another.
          CREATE OR REPLACE FUNCTION {t}_take_permits(
              n text, o text, label text, total bigint, k bigint, ttl_ms bigint
          ) RETURNS bigint LANGUAGE plpgsql AS $f$
          DECLARE
-             used  bigint;
-             freed bigint;
-             f     bigint;
-             live  boolean;
-             now_  timestamptz;
+             shards integer;
+             mine   integer := (hashtext(o) & 2147483647) % least({SHARDS}, total)::integer;
+             used   bigint;
+             spare  bigint;
+             f      bigint;
+             live   boolean;
+             now_   timestamptz;
          BEGIN
              -- A variable, not clock_timestamp() itself: an index scan can
              -- be bounded by a value, not by a volatile function.
@@ -71,37 +85,50 @@ pub(super) fn schema(t: &str) -> String {
              -- A retried call whose first run took them.
              IF FOUND AND live THEN RETURN f; END IF;
              IF NOT FOUND THEN
-                 INSERT INTO {t}_permits (name, owner, holder, permits, fence, expires_at)
-                 VALUES (n, o, label, k, nextval('{t}_fence'), now_ + ttl_ms * interval '1 millisecond')
+                 INSERT INTO {t}_permits (name, owner, holder, shard, permits, fence, expires_at)
+                 VALUES (n, o, label, mine, k, nextval('{t}_fence'), now_ + ttl_ms * interval '1 millisecond')
                  RETURNING fence INTO f;
-                 UPDATE {t}_semaphores SET taken = taken + k WHERE name = n AND taken + k <= total;
+                 UPDATE {t}_permit_shards SET taken = taken + k
+                  WHERE name = n AND shard = mine AND taken + k <= quota;
                  IF FOUND THEN RETURN f; END IF;
              END IF;
-             -- Short (or a new semaphore): drop lapsed holders, then judge.
-             INSERT INTO {t}_semaphores (name, taken) VALUES (n, 0) ON CONFLICT (name) DO NOTHING;
-             SELECT taken INTO used FROM {t}_semaphores WHERE name = n FOR UPDATE;
+             -- Not within this shard's quota (or a new semaphore): lock every
+             -- shard, in order, drop lapsed holders, judge by the total.
+             INSERT INTO {t}_permit_shards (name, shard, taken, quota)
+             SELECT n, s, 0, 0 FROM generate_series(0, least({SHARDS}, total) - 1) s
+             ON CONFLICT (name, shard) DO NOTHING;
+             PERFORM 1 FROM {t}_permit_shards WHERE name = n ORDER BY shard FOR UPDATE;
+             -- Every shard is shared out, also ones a caller with more
+             -- permits made, so that the quotas never add up to more.
+             SELECT count(*) INTO shards FROM {t}_permit_shards WHERE name = n;
              now_ := clock_timestamp();
-             -- Rows a release is deleting are skipped: it lowers the
-             -- count itself (and waiting for it here could deadlock).
+             -- Rows a release is deleting are skipped: it lowers its shard
+             -- itself (and waiting for it here could deadlock).
              WITH gone AS (
                  DELETE FROM {t}_permits WHERE ctid IN (
                      SELECT ctid FROM {t}_permits WHERE name = n AND expires_at <= now_
                      FOR UPDATE SKIP LOCKED)
-                 RETURNING permits
-             ) SELECT coalesce(sum(permits), 0) INTO freed FROM gone;
-             used := used - freed;
+                 RETURNING shard, permits
+             ), freed AS (SELECT shard, sum(permits) AS permits FROM gone GROUP BY shard)
+             UPDATE {t}_permit_shards p SET taken = p.taken - freed.permits
+               FROM freed WHERE p.name = n AND p.shard = freed.shard;
+             SELECT sum(taken) INTO used FROM {t}_permit_shards WHERE name = n;
              IF used + k > total THEN
                  DELETE FROM {t}_permits WHERE name = n AND owner = o;
-                 IF freed > 0 THEN
-                     UPDATE {t}_semaphores SET taken = used WHERE name = n;
-                 END IF;
                  RETURN -1 - greatest(total - used, 0);
              END IF;
-             INSERT INTO {t}_permits (name, owner, holder, permits, fence, expires_at)
-             VALUES (n, o, label, k, nextval('{t}_fence'), now_ + ttl_ms * interval '1 millisecond')
-             ON CONFLICT (name, owner) DO UPDATE SET expires_at = excluded.expires_at
+             -- Ours goes to our shard; what is left is shared out again,
+             -- so takes go back to touching one shard each.
+             spare := total - used - k;
+             UPDATE {t}_permit_shards
+                SET taken = taken + CASE WHEN shard = mine THEN k ELSE 0 END,
+                    quota = taken + CASE WHEN shard = mine THEN k ELSE 0 END
+                          + spare / shards + CASE WHEN shard < spare % shards THEN 1 ELSE 0 END
+              WHERE name = n;
+             INSERT INTO {t}_permits (name, owner, holder, shard, permits, fence, expires_at)
+             VALUES (n, o, label, mine, k, nextval('{t}_fence'), now_ + ttl_ms * interval '1 millisecond')
+             ON CONFLICT (name, owner) DO UPDATE SET expires_at = excluded.expires_at, shard = excluded.shard
              RETURNING fence INTO f;
-             UPDATE {t}_semaphores SET taken = used + k WHERE name = n;
              RETURN f;
          END $f$;"
     )
@@ -131,10 +158,10 @@ impl PermitSql {
             release: format!(
                 "WITH gone AS (
                      DELETE FROM {t}_permits WHERE name = $1 AND owner = $2
-                     RETURNING permits, expires_at > clock_timestamp() AS live
+                     RETURNING shard, permits, expires_at > clock_timestamp() AS live
                  ), counted AS (
-                     UPDATE {t}_semaphores s SET taken = s.taken - gone.permits
-                       FROM gone WHERE s.name = $1
+                     UPDATE {t}_permit_shards p SET taken = p.taken - gone.permits
+                       FROM gone WHERE p.name = $1 AND p.shard = gone.shard
                      RETURNING gone.live
                  )
                  SELECT coalesce((SELECT live::int FROM counted), 0)"
@@ -144,7 +171,7 @@ impl PermitSql {
             // statement's time: a volatile clock_timestamp() cannot bound
             // an index scan).
             held: format!(
-                "SELECT coalesce((SELECT taken FROM {t}_semaphores WHERE name = $1), 0)
+                "SELECT coalesce((SELECT sum(taken) FROM {t}_permit_shards WHERE name = $1), 0)::bigint
                       - coalesce((SELECT sum(permits) FROM {t}_permits
                                    WHERE name = $1 AND expires_at <= statement_timestamp()), 0)::bigint"
             ),
