@@ -1,6 +1,7 @@
 //! `lockward bench --json --svg` on every store: every figure is measured,
 //! server stores report their floor and the ratio to it, the scale run
-//! holds every lock it was asked for, both failovers are timed with real
+//! holds every lock it was asked for, a semaphore is timed beside holders,
+//! both failovers are timed with real
 //! `lockward elect` processes, and the plot has every line.
 
 mod common;
@@ -31,6 +32,8 @@ fn bench_on_every_store() {
                 "1s",
                 "--rw-clients",
                 "4",
+                "--semaphore-holders",
+                "40",
                 "--svg",
             ])
             .arg(&svg)
@@ -88,6 +91,26 @@ fn bench_on_every_store() {
         if store.starts_with("redis://") {
             let ratio = scale["ratio_to_bare_key"].as_f64().unwrap();
             assert!(ratio > 0.5 && ratio < 3.0, "{store}: {scale}");
+        }
+
+        // A semaphore timed empty and beside 40 holders, kept by the store
+        // where it can.
+        let native = ["redis://", "redis+cluster://", "etcd://"]
+            .iter()
+            .any(|s| store.starts_with(s))
+            || (store.starts_with("postgres://") && !store.contains("mode=advisory"));
+        assert_eq!(r["semaphore"]["native"], native, "{store}: {r}");
+        let crowd = &r["semaphore_crowd"];
+        assert_eq!(crowd["holders"], 40, "{store}: {crowd}");
+        for field in ["empty_p50_us", "crowded_p50_us", "ratio"] {
+            assert!(
+                crowd[field].as_f64().is_some_and(|v| v > 0.0),
+                "{store}: {field}: {crowd}"
+            );
+        }
+        if store.starts_with("redis://") {
+            assert!(crowd["bytes_per_holder"].as_f64().unwrap() > 0.0, "{crowd}");
+            assert_eq!(crowd["bytes_measured"], "used_memory", "{crowd}");
         }
 
         let rw = &r["rw_lock"];

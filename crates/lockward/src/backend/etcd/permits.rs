@@ -11,7 +11,7 @@
 //! | key | holds |
 //! | --- | --- |
 //! | `B/s/` + shard | `TAKEN QUOTA`: permits its holders took, and its quota |
-//! | `B/h/` + lease id (hex) | a holder, on its lease: `PERMITS SHARD` |
+//! | `B/h/` + lease id (hex) | a holder, on its lease: `PERMITS SHARD OWNER` |
 //!
 //! Every shard keeps `taken <= quota` and the quotas add up to the permits,
 //! so the shards together never hold more.
@@ -115,7 +115,7 @@ impl Shard {
     }
 }
 
-/// A value of two numbers (`TAKEN QUOTA`, `PERMITS SHARD`); zeros where it
+/// The first two numbers of a value (`TAKEN QUOTA`, `PERMITS SHARD …`); zeros where it
 /// is not (nothing lockward wrote counts for anything).
 fn pair(kv: &KeyValue) -> (u64, u64) {
     let text = kv.value_str().unwrap_or("");
@@ -204,16 +204,14 @@ impl EtcdBackend {
     }
 
     /// Counts the live holders, and shares the free permits out as quotas
-    /// with `take` more on shard `mine` for the holder `holder`.
-    #[allow(clippy::too_many_arguments)]
+    /// with `take` more on shard `mine`, for the holder whose key `holder`
+    /// `put` writes.
     async fn share_out(
         &self,
         keys: &SemKeys,
-        of: u32,
-        take: u32,
-        mine: u32,
+        (of, take, mine): (u32, u32, u32),
         holder: &str,
-        lease: i64,
+        put: TxnOp,
     ) -> Result<Shared> {
         let (shards, live) = self.read_all(keys).await?;
         let used: u64 = live.values().sum();
@@ -247,11 +245,7 @@ impl EtcdBackend {
                 + u64::from(u64::from(index) < spare % u64::from(count));
             then.push(TxnOp::put(key, Shard::value(taken, quota), None));
         }
-        then.push(TxnOp::put(
-            holder.to_string(),
-            format!("{take} {mine}"),
-            Some(PutOptions::new().with_lease(lease)),
-        ));
+        then.push(put);
         let resp = self
             .txn(
                 Txn::new()
@@ -286,6 +280,12 @@ impl PermitBackend for EtcdBackend {
         let holder = keys.holder(lease);
         let mine = fastrand::u32(0..of.min(SHARDS));
         let shard_key = keys.shard(mine);
+        // The owner too, for `status`.
+        let put_holder = TxnOp::put(
+            holder.clone(),
+            format!("{take} {mine} {}", req.owner),
+            Some(PutOptions::new().with_lease(lease)),
+        );
         let mut shard = Shard::of(self.get_kv(&shard_key).await?.as_ref());
         let mut backoff = conflict_backoff();
         for _ in 0..WRITE_TRIES {
@@ -304,11 +304,7 @@ impl PermitBackend for EtcdBackend {
                                     Shard::value(shard.taken + u64::from(take), shard.quota),
                                     None,
                                 ),
-                                TxnOp::put(
-                                    holder.clone(),
-                                    format!("{take} {mine}"),
-                                    Some(PutOptions::new().with_lease(lease)),
-                                ),
+                                put_holder.clone(),
                             ])
                             .or_else([TxnOp::get(holder.clone(), None)]),
                     )
@@ -321,7 +317,7 @@ impl PermitBackend for EtcdBackend {
                 }
             } else {
                 match self
-                    .share_out(&keys, of, take, mine, &holder, lease)
+                    .share_out(&keys, (of, take, mine), &holder, put_holder.clone())
                     .await?
                 {
                     Shared::Taken(fence) => Some(fence),
