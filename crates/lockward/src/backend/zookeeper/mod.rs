@@ -21,6 +21,9 @@
 //!   timer in the holder's process); renewal rewrites the node's data,
 //!   which also proves the session alive. A holder whose process dies or
 //!   stops loses its lock at the session timeout instead.
+//! - **Semaphores** in the layout of Curator's `InterProcessSemaphoreV2`
+//!   (a lease node per permit, taken under an internal lock; see
+//!   `permits.rs`), so Curator and lockward share them.
 //! - **Parents** are container nodes, which the server removes once empty.
 
 #[cfg(feature = "zookeeper")]
@@ -31,6 +34,8 @@ mod held;
 mod mutex;
 #[cfg(feature = "zookeeper")]
 pub mod paths;
+#[cfg(feature = "zookeeper")]
+mod permits;
 #[cfg(feature = "zookeeper")]
 mod queue;
 #[cfg(feature = "zookeeper")]

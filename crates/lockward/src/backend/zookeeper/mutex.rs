@@ -12,7 +12,7 @@ use zookeeper_client::Acls;
 use super::paths;
 use super::queue::node_data;
 use super::url::ZookeeperUrl;
-use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
+use crate::backend::{Attempt, Capabilities, Grant, LockBackend, PermitBackend, Request};
 use crate::error::{Error, LostReason, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -42,6 +42,8 @@ pub struct ZookeeperBackend {
     pub(super) session: Arc<Session>,
     /// The node of each lock this store holds.
     pub(super) held: Locks,
+    /// The lease nodes of each semaphore holder this store has.
+    pub(super) lease_holds: super::permits::LeaseHolds,
     /// The runtime the session runs on: TTL timers and clean-ups run there
     /// too, so they keep time even when the caller's runtime is stalled.
     pub(super) runtime: tokio::runtime::Handle,
@@ -103,6 +105,7 @@ impl ZookeeperBackend {
             acls: super::session::acls(url),
             session,
             held: Arc::new(Mutex::new(HashMap::new())),
+            lease_holds: Arc::default(),
             runtime: tokio::runtime::Handle::current(),
         };
         // A round trip now, so bad credentials or a missing quorum fail
@@ -157,7 +160,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_host: true,
     permanent_records: false,
     native_rw_lock: true,
-    native_semaphore: false,
+    native_semaphore: true,
 };
 
 #[async_trait]
@@ -172,6 +175,10 @@ impl LockBackend for ZookeeperBackend {
 
     fn address(&self) -> String {
         self.address.clone()
+    }
+
+    fn permits(&self) -> Option<&dyn PermitBackend> {
+        Some(self)
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {

@@ -93,7 +93,8 @@ pub fn lock_path(root: &str, name: &Name) -> String {
 
 fn marker(kind: Kind) -> &'static str {
     match kind {
-        // ZooKeeper keeps semaphores in the ledger: never asked for permits.
+        // A semaphore's holders are lease nodes (see `semaphore_paths`),
+        // never contenders.
         Kind::Mutex | Kind::Permits { .. } => LOCK_MARKER,
         Kind::Writer => WRITER_MARKER,
         Kind::Reader => READER_MARKER,
@@ -103,6 +104,21 @@ fn marker(kind: Kind) -> &'static str {
 /// The path to create (sequential) for a contender with this uuid.
 pub fn contender_prefix(lock_path: &str, uuid: &str, kind: Kind) -> String {
     format!("{lock_path}/{PROTECTED}{uuid}{}", marker(kind))
+}
+
+/// The paths of semaphore `name` in the layout of Curator's
+/// `InterProcessSemaphoreV2` on `ROOT/esc(N)`: its internal lock
+/// (`…/locks`, an `InterProcessMutex`) and its leases (`…/leases`, a node
+/// per permit).
+pub fn semaphore_paths(root: &str, name: &Name) -> (String, String) {
+    let base = lock_path(root, name);
+    (format!("{base}/locks"), format!("{base}/leases"))
+}
+
+/// The path prefix of one holder's lease nodes under `leases` (the server
+/// appends the sequence), as Curator's protected mode names them.
+pub fn lease_prefix(leases: &str, uuid: &str) -> String {
+    format!("{leases}/{PROTECTED}{uuid}-lease-")
 }
 
 /// A contender's node name from its uuid and the sequence the server gave.

@@ -17,7 +17,13 @@ impl ZookeeperBackend {
     /// Joins the line of `req.name`: creates our contender node.
     pub(super) async fn enter(&self, req: &Request<'_>) -> Result<Contender<'_>> {
         self.check_ttl(req.ttl)?;
-        let lock = paths::lock_path(&self.root, req.name);
+        self.enter_at(paths::lock_path(&self.root, req.name), req)
+            .await
+    }
+
+    /// Joins the line of the lock node `lock` (a semaphore's internal lock
+    /// is not a name's): creates our contender node.
+    pub(super) async fn enter_at(&self, lock: String, req: &Request<'_>) -> Result<Contender<'_>> {
         let uuid = random_uuid();
         let prefix = paths::contender_prefix(&lock, &uuid, req.kind);
         let data = node_data(req.owner, req.ttl, req.label);
@@ -139,7 +145,7 @@ pub(super) fn node_data(owner: OwnerId, ttl: Duration, label: Option<&str>) -> V
 }
 
 /// A uuid (Curator's protection id) made of 16 random bytes.
-fn random_uuid() -> String {
+pub(super) fn random_uuid() -> String {
     let hex = OwnerId::random().to_string();
     format!(
         "{}-{}-{}-{}-{}",

@@ -281,8 +281,10 @@ pub async fn semaphore_native_holders_are_not_limited(f: &dyn Fixture) {
     if !sem.is_native() {
         return;
     }
+    // Long enough for every take, within a ZooKeeper session.
+    let ttl = Duration::from_secs(120).min(store.max_ttl().unwrap_or(Duration::MAX));
     let opts = lockward::LockOptions::new()
-        .ttl(Duration::from_secs(120))
+        .ttl(ttl)
         .renewal(lockward::Renewal::Off);
     let holders = MAX_HOLDERS as usize + 1;
     let mut tasks = Vec::new();
