@@ -95,7 +95,7 @@ fn bench_on_every_store() {
 
         // A semaphore timed empty and beside 40 holders, kept by the store
         // where it can.
-        let native = ["redis://", "redis+cluster://", "etcd://"]
+        let native = ["redis://", "redis+cluster://", "etcd://", "zk://"]
             .iter()
             .any(|s| store.starts_with(s))
             || (store.starts_with("postgres://") && !store.contains("mode=advisory"));

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use lockward::recipe::RwLock;
+use lockward::recipe::{RwLock, Semaphore};
 use lockward::{Error, LockOptions, LostReason, Renewal, Store};
 use lockward_testkit::zookeeper::compile_curator_program;
 use lockward_testkit::ZookeeperEnsemble;
@@ -122,6 +122,48 @@ async fn curator_and_lockward_exclude_each_other() {
     assert_eq!(curator.ask("try 300"), "BUSY");
     guard.release().await.unwrap();
     assert_eq!(curator.ask("try 5000"), "ACQUIRED");
+    assert_eq!(curator.ask("release"), "RELEASED");
+}
+
+/// Curator's `InterProcessSemaphoreV2` and lockward's semaphore share one
+/// set of permits, both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_semaphore_and_lockward_share_permits() {
+    let zk = ZookeeperEnsemble::start_single();
+    let store = Store::open(&zk.url()).await.unwrap();
+    let sem = Semaphore::new(store.clone(), "sem-interop", 2).unwrap();
+    assert!(sem.is_native());
+    let connect = zk.endpoints().join(",");
+    let mut curator = Curator::start_as(&connect, "/lockward/sem-interop", "semaphore:2");
+    let full = |taken: Result<lockward::recipe::Permit, Error>| matches!(&taken, Err(Error::NoPermits { why, .. }) if why.ends_with("0 of 2 free"));
+
+    // One each: both are full.
+    assert_eq!(curator.ask("try 3000"), "ACQUIRED");
+    let mine = sem.try_acquire(&opts(10_000)).await.unwrap();
+    assert_eq!(sem.held().await.unwrap(), 2);
+    assert!(full(sem.try_acquire(&opts(10_000)).await));
+    assert_eq!(curator.ask("try 300"), "BUSY");
+
+    // lockward gives its permit back: Curator gets it, and lockward is
+    // refused while Curator holds both.
+    mine.release().await.unwrap();
+    assert_eq!(curator.ask("try 3000"), "ACQUIRED");
+    assert!(full(sem.try_acquire(&opts(10_000)).await));
+    let rows = store.list("sem-interop").await.unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.owner.starts_with("(curator)")),
+        "{rows:?}"
+    );
+
+    // Curator gives both back: lockward takes both at once, and Curator
+    // is refused.
+    assert_eq!(curator.ask("release"), "RELEASED");
+    assert_eq!(curator.ask("release"), "RELEASED");
+    let both = sem.try_acquire_many(2, &opts(10_000)).await.unwrap();
+    assert_eq!(curator.ask("try 300"), "BUSY");
+    both.release().await.unwrap();
+    assert_eq!(curator.ask("try 3000"), "ACQUIRED");
     assert_eq!(curator.ask("release"), "RELEASED");
 }
 
