@@ -22,15 +22,14 @@ where
     let mut tasks = Vec::new();
     let mut sems = Vec::new();
     for _ in 0..clients {
-        sems.push(Semaphore::new(open().await?, name, permits)?);
+        let store = open().await?;
+        // The store's longest TTL where it bounds it (a ZooKeeper session).
+        let opts = super::options(&store, Duration::from_secs(10)).wait(Duration::from_secs(30));
+        sems.push((Semaphore::new(store, name, permits)?, opts));
     }
     let until = Instant::now() + run_for;
-    for sem in sems {
+    for (sem, opts) in sems {
         tasks.push(tokio::spawn(async move {
-            let opts = lockward::LockOptions::new()
-                .ttl(Duration::from_secs(10))
-                .renewal(lockward::Renewal::Off)
-                .wait(Duration::from_secs(30));
             let mut n = 0u64;
             while Instant::now() < until {
                 sem.acquire(&opts).await?.release().await?;
