@@ -70,13 +70,7 @@ pub(super) async fn expire(
     path: String,
     expiry: Arc<Mutex<Instant>>,
 ) {
-    loop {
-        let at = *expiry.lock().unwrap_or_else(|p| p.into_inner());
-        tokio::time::sleep_until(at.into()).await;
-        if Instant::now() >= *expiry.lock().unwrap_or_else(|p| p.into_inner()) {
-            break;
-        }
-    }
+    until_expired(&expiry).await;
     {
         let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
         if held.get(&key).is_some_and(|h| h.path == path) {
@@ -84,6 +78,17 @@ pub(super) async fn expire(
         }
     }
     delete_until_gone(session, path).await;
+}
+
+/// Returns once `expiry` has passed; a renewal moves it meanwhile.
+pub(super) async fn until_expired(expiry: &Mutex<Instant>) {
+    loop {
+        let at = *expiry.lock().unwrap_or_else(|p| p.into_inner());
+        tokio::time::sleep_until(at.into()).await;
+        if Instant::now() >= *expiry.lock().unwrap_or_else(|p| p.into_inner()) {
+            return;
+        }
+    }
 }
 
 /// Deletes `path`, retrying through disconnections, until it is gone or

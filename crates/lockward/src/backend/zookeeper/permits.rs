@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use zookeeper_client as zk;
 use zookeeper_client::{CreateMode, MultiWriteResult};
 
-use super::held::delete_until_gone;
+use super::held::{delete_until_gone, until_expired};
 use super::mutex::{ZookeeperBackend, CALL_TIMEOUT};
 use super::paths;
 use super::queue::{node_data, random_uuid};
@@ -152,6 +152,17 @@ impl ZookeeperBackend {
             .spawn(async move { delete_leases(&session, nodes).await });
     }
 
+    /// Forgets a holder whose nodes are no longer its own, deleting them
+    /// in the background.
+    fn forget_leases(&self, key: &(Name, OwnerId)) {
+        if let Some(held) = self.lease_holds().remove(key) {
+            held.timer.abort();
+            let session = self.session.clone();
+            self.runtime
+                .spawn(async move { delete_leases(&session, held.nodes).await });
+        }
+    }
+
     /// We hold the permits: keep the nodes, start their TTL timer.
     fn keep_leases(&self, req: &Request<'_>, nodes: Vec<String>, epoch: u64) {
         let key = (req.name.clone(), req.owner);
@@ -185,13 +196,7 @@ async fn expire_leases(
     key: (Name, OwnerId),
     expiry: Arc<Mutex<Instant>>,
 ) {
-    loop {
-        let at = *expiry.lock().unwrap_or_else(|p| p.into_inner());
-        tokio::time::sleep_until(at.into()).await;
-        if Instant::now() >= *expiry.lock().unwrap_or_else(|p| p.into_inner()) {
-            break;
-        }
-    }
+    until_expired(&expiry).await;
     let held = holds.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
     delete_leases(&session, held.map(|h| h.nodes).unwrap_or_default()).await;
 }
@@ -289,12 +294,7 @@ impl PermitBackend for ZookeeperBackend {
             return Err(not_owner());
         };
         if self.session.epoch() != epoch {
-            if let Some(h) = self.lease_holds().remove(&key) {
-                h.timer.abort();
-                let session = self.session.clone();
-                self.runtime
-                    .spawn(async move { delete_leases(&session, h.nodes).await });
-            }
+            self.forget_leases(&key);
             return Err(Error::Lost {
                 name: name.to_string(),
                 reason: LostReason::SessionEnded,
@@ -316,12 +316,7 @@ impl PermitBackend for ZookeeperBackend {
                 Ok(())
             }
             Err(zk::Error::NoNode) => {
-                if let Some(h) = self.lease_holds().remove(&key) {
-                    h.timer.abort();
-                    let session = self.session.clone();
-                    self.runtime
-                        .spawn(async move { delete_leases(&session, h.nodes).await });
-                }
+                self.forget_leases(&key);
                 Err(not_owner())
             }
             Err(e) => Err(self.fail(e)),
