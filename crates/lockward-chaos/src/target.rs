@@ -347,7 +347,7 @@ impl Target {
                 Ok(Some(holder)) => store
                     .force_unlock(name, &holder)
                     .await
-                    .map(|()| format!("{name} (fence {:?}) ended", holder.fence)),
+                    .map(|_| format!("{name} (fence {:?}) ended", holder.fence)),
                 Ok(None) => continue,
                 Err(e) => Err(e),
             };

@@ -62,8 +62,17 @@ pub async fn unlock(store: &Store, args: UnlockArgs) -> u8 {
         }
     }
     match store.force_unlock(name, &holder).await {
-        Ok(()) => {
+        Ok(None) => {
             println!("ended the lease of {who} on {name}; the next holder gets a larger fence");
+            0
+        }
+        Ok(Some(held_back)) => {
+            println!(
+                "ended the lease of {who} on {name}; it asked for a lock-delay, so {name} stays \
+                 taken until its lease would have run out ({:.1}s); the next holder gets a \
+                 larger fence",
+                held_back.as_secs_f64()
+            );
             0
         }
         Err(Error::NotOwner { .. }) => {

@@ -1,13 +1,14 @@
-//! `--lock-delay`: a holder killed with SIGKILL holds the name back for the
-//! delay after its lease ran out; a clean release frees it at once; stores
-//! that free locks with the session refuse it with 64.
+//! `--lock-delay`: a holder killed with SIGKILL, or ended by `unlock
+//! --force`, holds the name back for the delay after its lease ran out; a
+//! clean release frees it at once; stores that free locks with the session
+//! refuse it with 64.
 
 mod common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{lockward, signal, wait_for_file, KillOnDrop};
+use common::{lockward, signal, wait_exit, wait_for_file, KillOnDrop};
 
 const TTL: Duration = Duration::from_secs(2);
 const DELAY: Duration = Duration::from_secs(3);
@@ -92,6 +93,59 @@ fn a_killed_holder_holds_the_name_back_for_the_delay() {
         .unwrap();
     assert!(next.status.success(), "held back after a release: {next:?}");
     assert!(released.elapsed() < DELAY);
+}
+
+#[test]
+fn a_forced_unlock_holds_the_name_back_for_a_holder_with_lock_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite://{}", d.join("l.db").display());
+    let run = |args: &[&str]| {
+        Command::new(lockward())
+            .args(["--store", &store, "run", "forced"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut holder = KillOnDrop(
+        Command::new(lockward())
+            .args(["--store", &store, "run", "forced", "--ttl", "2s"])
+            .args(["--lock-delay", "3s", "--"])
+            .args(["sh", "-c", r#"echo up > "$1/up"; sleep 60"#, "sh"])
+            .arg(d)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_file(&d.join("up"), Duration::from_secs(10));
+    let forced = Command::new(lockward())
+        .args(["--store", &store, "unlock", "forced", "--force", "--yes"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let unlocked = Instant::now();
+    assert!(forced.status.success(), "{forced:?}");
+    let says = String::from_utf8_lossy(&forced.stdout);
+    assert!(says.contains("lock-delay"), "{says}");
+    let status = wait_exit(&mut holder.0, Duration::from_secs(8));
+    assert_eq!(status.code(), Some(76), "the holder's command is stopped");
+
+    let early = run(&["--no-wait", "--", "true"]);
+    assert_eq!(
+        early.status.code(),
+        Some(75),
+        "free inside the lock-delay: {early:?}"
+    );
+    let next = run(&["--wait", "20s", "--", "true"]);
+    let waited = unlocked.elapsed();
+    assert!(next.status.success(), "{next:?}");
+    let drift = (TTL + DELAY) / 100 + Duration::from_millis(2);
+    assert!(
+        waited + drift >= DELAY,
+        "the next holder got the lock {waited:?} after the forced unlock"
+    );
+    assert!(waited < TTL + DELAY + Duration::from_secs(2), "{waited:?}");
+    eprintln!("forced unlock, TTL 2 s, lock-delay 3 s: the next holder got it {waited:?} after");
 }
 
 #[test]

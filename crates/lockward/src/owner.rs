@@ -2,9 +2,15 @@
 
 use std::fmt;
 
-/// 128 random bits from the operating system's CSPRNG, drawn once per
+/// 128 bits from the operating system's CSPRNG, drawn once per
 /// acquisition. Unguessable, so no other client can release or extend a
 /// lock it does not hold. Printed as 32 lowercase hex digits.
+///
+/// The top bit of the first byte says whether the holder asked for a
+/// lock-delay ([`LockOptions::lock_delay`](crate::LockOptions::lock_delay)):
+/// the store records the owner with every lease, so a forced unlock found
+/// there knows to hold the name back ([`Store::force_unlock`](crate::Store::force_unlock)).
+/// The other 127 bits are random.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OwnerId([u8; 16]);
 
@@ -17,7 +23,26 @@ impl OwnerId {
     pub fn random() -> Self {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+        bytes[0] &= !LOCK_DELAY_MARK;
         OwnerId(bytes)
+    }
+
+    /// A fresh random id for a holder that asked for a lock-delay (see
+    /// [`has_lock_delay`](Self::has_lock_delay)).
+    ///
+    /// # Panics
+    /// As [`random`](Self::random).
+    pub fn random_with_lock_delay() -> Self {
+        let OwnerId(mut bytes) = Self::random();
+        bytes[0] |= LOCK_DELAY_MARK;
+        OwnerId(bytes)
+    }
+
+    /// Whether the holder asked for a lock-delay. Also true for half of the
+    /// owners of lockward versions before the mark, which a forced unlock
+    /// then holds back too (the cautious side).
+    pub fn has_lock_delay(&self) -> bool {
+        self.0[0] & LOCK_DELAY_MARK != 0
     }
 
     /// The id's bytes.
@@ -43,6 +68,9 @@ impl OwnerId {
     }
 }
 
+/// The bit of the first byte that marks a holder with a lock-delay.
+const LOCK_DELAY_MARK: u8 = 0x80;
+
 impl fmt::Display for OwnerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for b in self.0 {
@@ -67,6 +95,17 @@ mod tests {
         let a = OwnerId::random();
         assert_eq!(OwnerId::from_hex(&a.to_string()), Some(a));
         assert_ne!(a, OwnerId::random());
+    }
+
+    #[test]
+    fn lock_delay_mark_survives_the_hex_form() {
+        for _ in 0..64 {
+            assert!(!OwnerId::random().has_lock_delay());
+            let marked = OwnerId::random_with_lock_delay();
+            assert!(marked.has_lock_delay());
+            let back = OwnerId::from_hex(&marked.to_string()).expect("hex");
+            assert!(back.has_lock_delay());
+        }
         assert_eq!(OwnerId::from_hex("zz"), None);
     }
 }

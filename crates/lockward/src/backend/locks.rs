@@ -138,6 +138,29 @@ pub trait LockBackend: Send + Sync + 'static {
         self.release(name, owner).await
     }
 
+    /// Ends `holder`'s lease on `name` as [`force_release`](Self::force_release)
+    /// does, but keeps the name taken until that lease would have run out:
+    /// the lease passes to `placeholder` (labelled `label` where the store
+    /// keeps labels), with the holder's expiry and fence, and nobody renews
+    /// it. The holder's renewals are refused from then on. Asked only for a
+    /// holder that took the lock with a lock-delay, of a store that declares
+    /// [`Capabilities::lock_delay`]; the default says it is not supported.
+    /// [`Error::NotOwner`](crate::Error::NotOwner) when `holder` no longer
+    /// holds it.
+    async fn force_hold_back(
+        &self,
+        _name: &Name,
+        _holder: &LockInfo,
+        _placeholder: OwnerId,
+        _label: &str,
+    ) -> Result<()> {
+        Err(crate::Error::NotSupported {
+            address: self.address(),
+            what: "holding a name back after a forced unlock",
+            why: "this store cannot keep a lease its holder's session no longer renews",
+        })
+    }
+
     /// The current holder of `name`, if any.
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>>;
 

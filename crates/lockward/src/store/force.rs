@@ -7,6 +7,11 @@ use crate::error::{Error, Result};
 use crate::forced;
 use crate::lease::LockInfo;
 use crate::name::Name;
+use crate::owner::OwnerId;
+
+/// The label of the placeholder that holds a name back after a forced
+/// unlock, where the store keeps labels (`status` shows it).
+pub(crate) const HELD_BACK_LABEL: &str = "(lock-delay after a forced unlock)";
 
 use super::Store;
 
@@ -19,7 +24,16 @@ impl Store {
     /// holder's fence is larger than the ended one's, as after any
     /// release, so a fenced resource refuses the ended holder's late
     /// writes; an unfenced one is not protected while the holder runs on
-    /// until its next renewal. The name is free at once, lock-delay or not.
+    /// until its next renewal.
+    ///
+    /// The name is free at once, unless the holder took it with a
+    /// [lock-delay](crate::LockOptions::lock_delay): its owner says so, and
+    /// the name then stays taken until the lease would have run out (at
+    /// most TTL + lock-delay from the holder's last renewal), since a holder
+    /// paused past the unlock still believes it holds until its deadline and
+    /// the lock-delay protects what cannot check fences after that. Returns
+    /// how long the name is held back (`None`: free now); force-unlock the
+    /// placeholder shown by `inspect` to free it at once anyway.
     ///
     /// [`Error::NotOwner`] when `holder` no longer holds it (released, or
     /// another holder since: look again); [`Error::NotSupported`] where a
@@ -41,7 +55,7 @@ impl Store {
     /// # Ok::<(), lockward::Error>(())
     /// # }).unwrap();
     /// ```
-    pub async fn force_unlock(&self, name: &str, holder: &LockInfo) -> Result<()> {
+    pub async fn force_unlock(&self, name: &str, holder: &LockInfo) -> Result<Option<Duration>> {
         let name = Name::new(name)?;
         if !self.capabilities().force_unlock() {
             return Err(Error::NotSupported {
@@ -71,9 +85,18 @@ impl Store {
                 kept,
             )
             .await?;
-        self.backend.force_release(&name, holder).await?;
+        let delayed = OwnerId::from_hex(&holder.owner).is_some_and(|o| o.has_lock_delay());
+        let held_back = if delayed && self.capabilities().lock_delay() {
+            self.backend
+                .force_hold_back(&name, holder, OwnerId::random(), HELD_BACK_LABEL)
+                .await?;
+            Some(holder.expires_in.unwrap_or_default())
+        } else {
+            self.backend.force_release(&name, holder).await?;
+            None
+        };
         tracing::warn!(lock = %name, owner = %holder.owner, fence = ?holder.fence,
-            store = self.scheme, "forced unlock");
-        Ok(())
+            store = self.scheme, ?held_back, "forced unlock");
+        Ok(held_back)
     }
 }

@@ -184,7 +184,7 @@ impl Store {
     ) -> Result<Guard> {
         let name = Name::new(name)?;
         self.check(opts)?;
-        let owner = OwnerId::random();
+        let owner = owner_for(opts);
         let started = Instant::now();
         let req = request(&name, owner, opts, kind);
         let in_flight = InFlight::new(&self.backend, &name, owner);
@@ -223,7 +223,7 @@ impl Store {
     ) -> Result<Guard> {
         let name = Name::new(name)?;
         self.check(opts)?;
-        let owner = OwnerId::random();
+        let owner = owner_for(opts);
         let began = Instant::now();
         let deadline = opts.wait.map(|w| began + w);
         let req = request(&name, owner, opts, kind);
@@ -378,6 +378,16 @@ impl Store {
             opts.lock_delay,
             renewal,
         )
+    }
+}
+
+/// A fresh owner for one acquisition, marked when it asks for a lock-delay
+/// so that a forced unlock holds the name back (see [`Store::force_unlock`]).
+fn owner_for(opts: &LockOptions) -> OwnerId {
+    if opts.lock_delay.is_zero() {
+        OwnerId::random()
+    } else {
+        OwnerId::random_with_lock_delay()
     }
 }
 

@@ -17,12 +17,16 @@
 //!   its own (no herd) and re-checks when it is deleted. Its lease is kept
 //!   alive while it waits.
 //! - **Loss**: renewal is a keep-alive plus a check that our key still
-//!   exists; a lease that is gone (TTL 0) or a deleted key is loss.
+//!   exists on our lease; a lease that is gone (TTL 0), a deleted key or
+//!   one moved to another lease (a forced unlock that holds the name back,
+//!   see `forced.rs`) is loss.
 //! - **Elections**: Go's `concurrency.Election` uses the same layout, with
 //!   the candidate's proposal as the value. A lock taken with a label stores
 //!   the label alone as its value, so a lockward candidate and
 //!   `etcdctl elect lockward/NAME PROPOSAL` compete for one leadership, and
-//!   `etcdctl elect -l lockward/NAME` prints lockward's identity.
+//!   `etcdctl elect -l lockward/NAME` prints lockward's identity. (A holder
+//!   with a lock-delay stores its owner id instead, whose mark tells a
+//!   forced unlock from elsewhere to hold the name back.)
 //!
 //! - **Semaphores** are kept natively: a key per holder on its lease and a
 //!   count beside them (see `permits.rs`).
@@ -37,6 +41,8 @@
 mod conn;
 #[cfg(feature = "etcd")]
 pub(crate) mod doctor;
+#[cfg(feature = "etcd")]
+mod forced;
 #[cfg(feature = "etcd")]
 pub mod keys;
 #[cfg(feature = "etcd")]

@@ -45,11 +45,13 @@ pub(super) struct Held {
 }
 
 /// The value of a contender key: the label (an election proposal) when
-/// there is one, else the owner id.
+/// there is one, else the owner id. A holder with a lock-delay stores its
+/// owner id, label or not: the id's mark tells a forced unlock from
+/// elsewhere to hold the name back.
 fn contender_value(req: &Request<'_>) -> String {
     match req.label {
-        Some(label) => label.to_string(),
-        None => req.owner.to_string(),
+        Some(label) if !req.owner.has_lock_delay() => label.to_string(),
+        _ => req.owner.to_string(),
     }
 }
 
@@ -326,16 +328,19 @@ impl LockBackend for EtcdBackend {
         }
         let alive = self.keep_alive_once(held.lease).await?;
         let key = held.key.clone();
-        let exists = alive
+        // Still on our lease: a forced unlock may have moved the key onto
+        // a placeholder's (see `forced.rs`).
+        let ours = alive
             && self
                 .call(|mut c| {
                     let key = key.clone();
-                    async move { c.get(key, Some(GetOptions::new().with_count_only())).await }
+                    async move { c.get(key, None).await }
                 })
                 .await?
-                .count()
-                > 0;
-        if exists {
+                .kvs()
+                .first()
+                .is_some_and(|kv| kv.lease() == held.lease);
+        if ours {
             Ok(())
         } else {
             self.leases().remove(&(name.clone(), owner));
@@ -358,33 +363,20 @@ impl LockBackend for EtcdBackend {
         }
     }
 
-    /// Revokes the holder's lease, found by its key's create revision (the
-    /// fence): the key goes with it (and the holder's session, when it is
-    /// an etcdctl one). The holder learns at its next keep-alive.
+    /// Revokes the holder's lease (see `forced.rs`).
     async fn force_release(&self, name: &Name, holder: &LockInfo) -> Result<()> {
-        let not_owner = || Error::NotOwner {
-            name: name.to_string(),
-        };
-        let prefix = keys::lock_prefix(&self.prefix, name);
-        let opts = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1);
-        let resp = self
-            .call(|mut c| {
-                let (key, opts) = (prefix.clone(), opts.clone());
-                async move { c.get(key, Some(opts)).await }
-            })
-            .await?;
-        let first = resp.kvs().first().ok_or_else(not_owner)?;
-        if u64::try_from(first.create_revision()).ok() != holder.fence {
-            return Err(not_owner());
-        }
-        if self.revoke(first.lease()).await? {
-            Ok(())
-        } else {
-            Err(not_owner())
-        }
+        self.revoke_holder(name, holder).await
+    }
+
+    /// Moves the holder's key onto a placeholder lease (see `forced.rs`).
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        _placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        self.move_to_placeholder(name, holder, label).await
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {

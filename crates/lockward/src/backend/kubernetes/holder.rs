@@ -37,6 +37,12 @@ pub(super) fn owner_of(identity: &str) -> Option<OwnerId> {
     (at == 0 || identity[..at].ends_with('_')).then_some(owner)
 }
 
+/// A holder's identity as `inspect` shows its owner: the owner id of a
+/// lockward identity, another program's identity whole.
+pub(super) fn shown(identity: &str) -> String {
+    owner_of(identity).map_or_else(|| identity.to_string(), |o| o.to_string())
+}
+
 /// The label part of a lockward identity, or the whole identity of
 /// another program.
 pub(super) fn label_of(identity: &str) -> Option<String> {

@@ -118,13 +118,32 @@ impl LockBackend for KubernetesBackend {
     /// (a client-go elector included, which stops leading when its next
     /// renewal finds another holder).
     async fn force_release(&self, name: &Name, holder: &LockInfo) -> Result<()> {
-        let shown = |identity: &str| {
-            holder::owner_of(identity).map_or_else(|| identity.to_string(), |o| o.to_string())
-        };
         self.update_held(
             name,
-            |identity| shown(identity) == holder.owner,
+            |id| holder::shown(id) == holder.owner,
             holder::released,
+        )
+        .await?;
+        self.forget(&self.lease_name(name)?);
+        Ok(())
+    }
+
+    /// The Lease passes to the placeholder for the time its holder had
+    /// left as this process saw it; every observer counts that duration
+    /// from when it sees the change, so none frees it earlier.
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        let identity = holder::identity(placeholder, Some(label));
+        let left = holder.expires_in.unwrap_or_default();
+        self.update_held(
+            name,
+            |id| holder::shown(id) == holder.owner,
+            |spec| holder::taken(Some(spec), &identity, left),
         )
         .await?;
         self.forget(&self.lease_name(name)?);
@@ -289,9 +308,7 @@ impl KubernetesBackend {
         }
         Some(LockInfo {
             name: name.to_string(),
-            owner: holder::owner_of(&record.holder)
-                .map(|o| o.to_string())
-                .unwrap_or_else(|| record.holder.clone()),
+            owner: holder::shown(&record.holder),
             holder: holder::label_of(&record.holder),
             fence: holder::fence_of(&lease.metadata, &record.holder),
             expires_in: Some(left),

@@ -264,6 +264,24 @@ impl LockBackend for MemoryBackend {
         })
     }
 
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        let owner = OwnerId::from_hex(&holder.owner).ok_or_else(|| Error::NotOwner {
+            name: name.to_string(),
+        })?;
+        self.owned_live(name, owner, |slot, _| {
+            if let Some(h) = slot.holder.as_mut() {
+                h.owner = placeholder;
+                h.label = Some(label.to_string());
+            }
+        })
+    }
+
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let now = Instant::now();
         Ok(self.slots().get(name).and_then(|slot| slot.info(name, now)))

@@ -64,6 +64,7 @@ struct Sql {
     remaining: String,
     extend: String,
     release: String,
+    hold_back: String,
     inspect: String,
     list: String,
 }
@@ -106,6 +107,12 @@ impl Sql {
             release: format!(
                 "UPDATE {t} SET owner = '', holder = NULL, session = NULL, expires_at = {now}
                  WHERE name = ? AND owner = ? AND expires_at > {now}"
+            ),
+            // A forced unlock of a holder with a lock-delay: the row passes
+            // to a placeholder nobody renews, expiry, fence and session
+            // unchanged.
+            hold_back: format!(
+                "UPDATE {t} SET owner = ?, holder = ? WHERE name = ? AND owner = ? AND expires_at > {now}"
             ),
             inspect: format!("SELECT {columns} FROM {t} WHERE name = ? AND expires_at > {now}"),
             list: format!(
@@ -270,6 +277,23 @@ impl LockBackend for MysqlBackend {
         // After the row, so that the next waiter finds it free.
         self.batons.pass(name, owner).await;
         crate::backend::owner_checked(name, changed?.rows)
+    }
+
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        let params = Params::Positional(vec![
+            placeholder.to_string().into(),
+            label.into(),
+            name.as_str().as_bytes().into(),
+            holder.owner.as_str().into(),
+        ]);
+        let changed = self.db.exec(&self.sql.hold_back, params).await?;
+        crate::backend::owner_checked(name, changed.rows)
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {

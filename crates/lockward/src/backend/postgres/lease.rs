@@ -319,6 +319,27 @@ impl LockBackend for LeaseBackend {
         crate::backend::owner_checked(name, released)
     }
 
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        let rows = self
+            .run(
+                &self.sql.hold_back,
+                &[
+                    &name.as_str(),
+                    &holder.owner,
+                    &placeholder.to_string(),
+                    &label,
+                ],
+            )
+            .await?;
+        crate::backend::owner_checked(name, rows.len() as u64)
+    }
+
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let held = self.list(name.as_str()).await?;
         Ok(held.into_iter().find(|i| i.name == name.as_str()))

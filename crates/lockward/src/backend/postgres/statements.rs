@@ -14,6 +14,7 @@ pub(super) struct Sql {
     pub(super) ask_to_be_told: String,
     pub(super) extend: String,
     pub(super) extend_with_baton: String,
+    pub(super) hold_back: String,
     pub(super) list: String,
 }
 
@@ -123,6 +124,13 @@ impl Sql {
                  SELECT (SELECT count(*) FROM renewed), set_config('idle_session_timeout', $4, false)"
             ),
             extend: format!("{extend} RETURNING 1"),
+            // A forced unlock of a holder with a lock-delay: the row passes
+            // to a placeholder nobody renews, expiry and fence unchanged;
+            // the holder's baton passes when its session lets go of it.
+            hold_back: format!(
+                "UPDATE {t} SET owner = $3, holder = $4 WHERE name = $1 AND owner = $2 AND {live}
+                 RETURNING 1"
+            ),
             list: format!(
                 "SELECT name, owner, holder, fence, {left} FROM {t}
                  WHERE starts_with(name, $1) AND {live} ORDER BY name"

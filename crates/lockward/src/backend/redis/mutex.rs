@@ -207,6 +207,33 @@ impl LockBackend for RedisBackend {
         crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
     }
 
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        let keys = self.keys(name);
+        let (done, retried): (i64, _) = self
+            .invoke(
+                self.scripts
+                    .hold_back
+                    .key(&keys.lock)
+                    .key(&keys.holder)
+                    .arg(&holder.owner)
+                    .arg(placeholder.to_string())
+                    .arg(label),
+            )
+            .await?;
+        // A retry after a dropped connection finds the placeholder already
+        // there: handed over either way.
+        if retried && done == 0 {
+            return Ok(());
+        }
+        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
+    }
+
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let keys = self.keys(name);
         let (reply, _): (Vec<Value>, _) = self

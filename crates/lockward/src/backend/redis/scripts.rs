@@ -146,6 +146,20 @@ end
 return 0
 "#;
 
+/// KEYS: lock, holder. ARGV: owner, placeholder, label. For a forced unlock
+/// of a holder with a lock-delay: the owner's lock passes to the
+/// placeholder with the time it had left (the fence counter is untouched),
+/// so the name stays taken until then and the holder's renewals fail.
+/// Returns 1 when handed over, else 0.
+pub const HOLD_BACK: &str = r#"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local left = redis.call('PTTL', KEYS[1])
+if left <= 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', left)
+redis.call('SET', KEYS[2], ARGV[3], 'PX', left)
+return 1
+"#;
+
 /// KEYS: lock, fence, holder, queue. Returns `{owner or false, pttl, fence
 /// or false, label or false, waiters in line}`.
 pub const INSPECT: &str = r#"
@@ -160,6 +174,7 @@ pub(crate) struct Scripts {
     pub acquire: Script,
     pub release: Script,
     pub extend: Script,
+    pub hold_back: Script,
     pub inspect: Script,
     pub leave: Script,
     pub write_versioned: Script,
@@ -172,6 +187,7 @@ impl Scripts {
             acquire: Script::new(&format!("{LINE}{ACQUIRE}")),
             release: Script::new(&format!("{LINE}{RELEASE}")),
             extend: Script::new(EXTEND),
+            hold_back: Script::new(HOLD_BACK),
             inspect: Script::new(INSPECT),
             leave: Script::new(&format!("{LINE}{LEAVE}")),
             write_versioned: Script::new(WRITE_VERSIONED),

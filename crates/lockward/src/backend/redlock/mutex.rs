@@ -36,6 +36,7 @@ pub struct RedlockBackend {
     pub(super) raise: Script,
     pub(super) release: Script,
     pub(super) extend: Script,
+    pub(super) hold_back: Script,
     pub(super) inspect: Script,
     pub(super) leave: Script,
     pub(super) write_versioned: Script,
@@ -124,6 +125,7 @@ impl RedlockBackend {
             raise: Script::new(&format!("{LINE}{}", scripts::RAISE)),
             release: Script::new(&format!("{LINE}{}", redis_scripts::RELEASE)),
             extend: Script::new(redis_scripts::EXTEND),
+            hold_back: Script::new(redis_scripts::HOLD_BACK),
             inspect: Script::new(redis_scripts::INSPECT),
             leave: Script::new(&format!("{LINE}{}", redis_scripts::LEAVE)),
             write_versioned: Script::new(scripts::WRITE_VERSIONED),
@@ -170,6 +172,22 @@ impl RedlockBackend {
             .iter()
             .filter_map(|r| r.as_ref().err().cloned())
             .collect()
+    }
+
+    /// The outcome of an owner-checked step on every master: done when a
+    /// majority did it, [`Error::NotOwner`] when too many refused for that.
+    fn by_majority(&self, name: &Name, results: &[std::result::Result<i64, String>]) -> Result<()> {
+        let done = results.iter().filter(|r| matches!(r, Ok(1))).count();
+        let refused = results.iter().filter(|r| matches!(r, Ok(0))).count();
+        if done >= self.quorum {
+            Ok(())
+        } else if refused > self.masters.len() - self.quorum {
+            Err(Error::NotOwner {
+                name: name.to_string(),
+            })
+        } else {
+            Err(self.no_quorum(&self.failures(results)))
+        }
     }
 
     pub(super) fn no_quorum(&self, failures: &[String]) -> Error {
@@ -275,17 +293,7 @@ impl LockBackend for RedlockBackend {
                 }
             })
             .await;
-        let extended = results.iter().filter(|r| matches!(r, Ok(1))).count();
-        let refused = results.iter().filter(|r| matches!(r, Ok(0))).count();
-        if extended >= self.quorum {
-            Ok(())
-        } else if refused > self.masters.len() - self.quorum {
-            Err(Error::NotOwner {
-                name: name.to_string(),
-            })
-        } else {
-            Err(self.no_quorum(&self.failures(&results)))
-        }
+        self.by_majority(name, &results)
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
@@ -305,6 +313,33 @@ impl LockBackend for RedlockBackend {
         } else {
             Err(self.no_quorum(&failed))
         }
+    }
+
+    /// Hands the lock over on every master; done with a majority, as a
+    /// grant is.
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        let k = keys::keys(&self.prefix, name, false);
+        let placeholder = placeholder.to_string();
+        let results = self
+            .on_all(NODE_TIMEOUT, |conn| {
+                let (script, k, placeholder) = (&self.hold_back, &k, &placeholder);
+                async move {
+                    let mut call = script.key(&k.lock);
+                    call.key(&k.holder)
+                        .arg(&holder.owner)
+                        .arg(placeholder)
+                        .arg(label);
+                    call.invoke_async::<i64>(&mut conn.clone()).await
+                }
+            })
+            .await;
+        self.by_majority(name, &results)
     }
 
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {

@@ -290,6 +290,36 @@ impl LockBackend for SqliteBackend {
         crate::backend::owner_checked(name, changed as u64)
     }
 
+    async fn force_hold_back(
+        &self,
+        name: &Name,
+        holder: &LockInfo,
+        placeholder: OwnerId,
+        label: &str,
+    ) -> Result<()> {
+        let Some(owner) = OwnerId::from_hex(&holder.owner) else {
+            return crate::backend::owner_checked(name, 0);
+        };
+        let (key, label) = (name.as_str().to_string(), label.to_string());
+        let (owner, placeholder) = (*owner.as_bytes(), *placeholder.as_bytes());
+        let changed = self
+            .run(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE lockward_locks SET owner = ?3, holder = ?4
+                     WHERE name = ?1 AND owner = ?2 AND expires_at > ?5",
+                )?
+                .execute(params![
+                    key,
+                    &owner[..],
+                    &placeholder[..],
+                    label,
+                    host_clock::now_ms()
+                ])
+            })
+            .await?;
+        crate::backend::owner_checked(name, changed as u64)
+    }
+
     async fn inspect(&self, name: &Name) -> Result<Option<LockInfo>> {
         let prefix = name.as_str().to_string();
         let held = self.list_matching(prefix, true).await?;

@@ -1,9 +1,10 @@
-//! Lock-delay: a lease that ends without a release holds its name back for
-//! the delay; a release frees it at once; stores that cannot say so.
+//! Lock-delay: a lease that ends without a release (it lapsed, or an
+//! operator forced it) holds its name back for the delay; a release frees
+//! it at once; stores that cannot say so.
 
 use std::time::{Duration, Instant};
 
-use lockward::{Error, LockOptions, Renewal};
+use lockward::{Error, LockOptions, LostReason, OwnerId, Renewal};
 
 use super::{unique, Fixture};
 
@@ -66,6 +67,78 @@ pub async fn lock_delay_holds_a_lapsed_lease_back(f: &dyn Fixture) {
     assert!(began.elapsed() < DELAY, "{:?}", began.elapsed());
     after_release.unwrap().release().await.unwrap();
     drop(lapsing);
+}
+
+/// A forced unlock of a renewing holder with a lock-delay: its renewals are
+/// refused at once (it learns why), but nobody gets the name before the
+/// lease would have run out, at least the delay later; the placeholder
+/// keeping it says why; then the next holder gets it with a larger fence.
+pub async fn forced_unlock_holds_back_a_holder_with_lock_delay(f: &dyn Fixture) {
+    let store = f.store().await;
+    let operator = f.store().await;
+    let name = unique("delay-forced");
+    let renewing = LockOptions::new()
+        .ttl(Duration::from_secs(2))
+        .lock_delay(DELAY)
+        .label("web-1:7")
+        .renewal(Renewal::Every(Duration::from_millis(300)));
+    let stuck = store.try_acquire(&name, &renewing).await.unwrap();
+    let holder = operator.inspect(&name).await.unwrap().expect("held");
+    let marked = OwnerId::from_hex(&holder.owner).map(|o| o.has_lock_delay());
+    assert_eq!(
+        marked,
+        Some(true),
+        "the store shows the holder's owner: {holder:?}"
+    );
+
+    let forced_at = Instant::now();
+    let held_back = operator.force_unlock(&name, &holder).await.unwrap();
+    assert!(held_back.is_some(), "not held back: {holder:?}");
+    let placeholder = operator.inspect(&name).await.unwrap().expect("kept");
+    assert_ne!(placeholder.owner, holder.owner);
+    assert!(
+        placeholder
+            .holder
+            .as_deref()
+            .is_some_and(|label| label.contains("forced unlock")),
+        "{placeholder:?}"
+    );
+    assert!(
+        matches!(
+            operator.try_acquire(&name, &delayed()).await,
+            Err(Error::Busy { .. })
+        ),
+        "free right after the forced unlock of a holder with a lock-delay"
+    );
+    let reason = tokio::time::timeout(Duration::from_secs(5), stuck.lost())
+        .await
+        .expect("the ended holder learns at its next renewal");
+    assert_eq!(reason, LostReason::ForcedUnlock);
+
+    let next = operator
+        .acquire(&name, &delayed().wait(Duration::from_secs(15)))
+        .await
+        .expect("free once the lease would have run out");
+    let waited = forced_at.elapsed();
+    let drift = DELAY / 100 + Duration::from_millis(2);
+    assert!(
+        waited + drift >= DELAY,
+        "taken {waited:?} after the forced unlock: inside the lock-delay"
+    );
+    let floor = f.server_ttl_floor().max(Duration::from_secs(2) + DELAY);
+    assert!(
+        waited < floor + Duration::from_secs(3),
+        "taken only {waited:?} after the forced unlock"
+    );
+    assert!(next.fence() > stuck.fence());
+    assert!(matches!(
+        stuck.release().await,
+        Err(Error::Lost {
+            reason: LostReason::ForcedUnlock,
+            ..
+        })
+    ));
+    next.release().await.unwrap();
 }
 
 /// On a store that frees locks when a session ends, a lock-delay is

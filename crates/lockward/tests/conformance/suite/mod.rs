@@ -90,6 +90,7 @@ fn all_checks() -> Vec<Check> {
         forced_unlock::forced_unlock_ends_the_holder if |c| c.force_unlock(),
         forced_unlock::forced_unlock_is_refused_where_locks_live_in_sessions if |c| !c.force_unlock(),
         lock_delay::lock_delay_holds_a_lapsed_lease_back if |c| c.lock_delay(),
+        lock_delay::forced_unlock_holds_back_a_holder_with_lock_delay if |c| c.lock_delay(),
         lock_delay::lock_delay_is_refused_where_sessions_free_locks if |c| !c.lock_delay(),
         multi_lock::multi_lock_takes_all_or_nothing,
         multi_lock::multi_lock_order_cannot_deadlock,
