@@ -92,41 +92,44 @@ fn shared_takes_one_name() {
 #[test]
 fn status_shows_readers_apart() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let store = format!("sqlite://{}", d.join("l.db").display());
-    let hold = r#"echo in > "$1/in-$2"; sleep 30"#;
-    let _readers: Vec<KillOnDrop> = ["a", "b"]
-        .iter()
-        .map(|tag| KillOnDrop(spawn(&store, d, true, tag, hold)))
-        .collect();
-    wait_for_file(&d.join("in-a"), Duration::from_secs(10));
-    wait_for_file(&d.join("in-b"), Duration::from_secs(10));
-    let out = Command::new(lockward())
-        .args(["--store", &store, "status", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let readers: Vec<&serde_json::Value> = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["lock"] == "report" && r["kind"] == "read")
-        .collect();
-    assert_eq!(readers.len(), 2, "{rows}");
-    let table = Command::new(lockward())
-        .args(["--store", &store, "status"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&table.stdout);
-    assert!(text.contains("KIND"), "{text}");
-    assert_eq!(
-        text.lines()
-            .filter(|l| l.starts_with("report ") && l.contains(" read "))
-            .count(),
-        2,
-        "{text}"
-    );
+    let every = common::every_store(dir.path());
+    for (i, store) in every.urls.iter().enumerate() {
+        let d = dir.path().join(i.to_string());
+        std::fs::create_dir(&d).unwrap();
+        let hold = r#"echo in > "$1/in-$2"; sleep 30"#;
+        let _readers: Vec<KillOnDrop> = ["a", "b"]
+            .iter()
+            .map(|tag| KillOnDrop(spawn(store, &d, true, tag, hold)))
+            .collect();
+        wait_for_file(&d.join("in-a"), Duration::from_secs(10));
+        wait_for_file(&d.join("in-b"), Duration::from_secs(10));
+        let out = Command::new(lockward())
+            .args(["--store", store, "status", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{store}: {out:?}");
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let readers: Vec<&serde_json::Value> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["lock"] == "report" && r["kind"] == "read")
+            .collect();
+        assert_eq!(readers.len(), 2, "{store}: {rows}");
+        let table = Command::new(lockward())
+            .args(["--store", store, "status"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&table.stdout);
+        assert!(text.contains("KIND"), "{store}: {text}");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("report ") && l.contains(" read "))
+                .count(),
+            2,
+            "{store}: {text}"
+        );
+    }
 }
 
 /// The write side waits for readers only as long as `--wait` allows, one

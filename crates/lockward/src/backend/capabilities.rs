@@ -30,8 +30,10 @@ pub struct Capabilities {
     /// Records can be kept forever (permanent idempotency results): only
     /// on durable stores whose records live on disk, not in memory.
     pub permanent_records: bool,
-    /// Read-write locks are native, in a layout other clients share
-    /// (ZooKeeper: Curator's `InterProcessReadWriteLock`); elsewhere
+    /// Read-write locks are native: a read or a write is one step of the
+    /// store's (ZooKeeper in Curator's `InterProcessReadWriteLock` layout,
+    /// which other clients share; PostgreSQL advisory mode's shared locks;
+    /// Redis's readers' set beside the lock key). Elsewhere
     /// [`RwLock`](crate::recipe::RwLock) is built on a lock and a semaphore.
     pub native_rw_lock: bool,
     /// Semaphores are kept by the store, an entry per holder and a count

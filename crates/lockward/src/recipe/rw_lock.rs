@@ -27,11 +27,13 @@
 //!
 //! **Native.** On a store that declares
 //! [`Capabilities::native_rw_lock`](crate::Capabilities::native_rw_lock)
-//! (ZooKeeper) readers and writers are the store's own: there, in the
-//! layout of Curator's `InterProcessReadWriteLock`, so Java services on
-//! Curator and lockward share one read-write lock. Fences are then the
-//! store's own per-node ones (ZooKeeper: the node's creation zxid), ordered
-//! the same way.
+//! readers and writers are the store's own, one step each: on ZooKeeper in
+//! the layout of Curator's `InterProcessReadWriteLock`, so Java services on
+//! Curator and lockward share one read-write lock; on PostgreSQL advisory
+//! mode shared advisory locks; on Redis and Redis Cluster a set of readers
+//! beside the name's lock key, in the name's line of waiters. Fences are
+//! then the store's own (ZooKeeper: the node's creation zxid; Redis: the
+//! name's counter), ordered the same way.
 //!
 //! The exclusive side is [`RwLock::write`], not a plain
 //! [`Store::acquire`] of `NAME`: a plain holder of `NAME` keeps new readers

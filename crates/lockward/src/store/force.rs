@@ -9,11 +9,11 @@ use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
+use super::Store;
+
 /// The label of the placeholder that holds a name back after a forced
 /// unlock, where the store keeps labels (`status` shows it).
 pub(crate) const HELD_BACK_LABEL: &str = "(lock-delay after a forced unlock)";
-
-use super::Store;
 
 impl Store {
     /// Ends `holder`'s lease on `name`, as [`inspect`](Store::inspect)

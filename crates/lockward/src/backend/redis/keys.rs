@@ -11,6 +11,7 @@
 //! | `P` + esc(N) + `:queue` | the line of waiters: owners by the order they joined (a sorted set) | when the last waiter leaves |
 //! | `P` + esc(N) + `:places` | each waiter's place lease: owners by expiry, server ms (a sorted set) | when the last waiter leaves |
 //! | `P` + esc(N) + `:holder` | the holder's label (its identity in an election), when it gave one | with the lease |
+//! | `P` + esc(N) + `:readers` | the readers of read-write lock N: owners by lease expiry, server ms (a sorted set) | with its last reader |
 //! | `P` + esc(K) + `:record` | a recipe's record K (the cron ledger) | with the record's TTL |
 //! | `P` + esc(K) + `:versioned` | a versioned record K: a hash of version `v` and data `d` | with the record's TTL |
 //! | `P` + esc(N) + `:sem:…` | semaphore N's holders, permits taken and fence (see `permits.rs`) | when the last holder leaves (the fence never) |
@@ -49,6 +50,8 @@ pub struct Keys {
     pub queue: String,
     /// The waiters' place leases.
     pub places: String,
+    /// The readers of the name as a read-write lock, by lease expiry.
+    pub readers: String,
 }
 
 /// Escapes a name (or a name prefix) for use in a key.
@@ -110,9 +113,13 @@ pub fn keys(prefix: &str, name: &Name, cluster: bool) -> Keys {
         holder: format!("{lock}:holder"),
         queue: format!("{lock}:queue"),
         places: format!("{lock}:places"),
+        readers: format!("{lock}{READERS_SUFFIX}"),
         lock,
     }
 }
+
+/// What follows a name's lock key on its readers' key.
+pub const READERS_SUFFIX: &str = ":readers";
 
 /// The turn channel of waiter `owner` (hex) on the name of `keys`.
 pub fn turn_channel(keys: &Keys, owner: &str) -> String {

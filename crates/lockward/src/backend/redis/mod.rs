@@ -13,6 +13,9 @@
 //!   server restart, and subscriptions are restored.
 //! - **Semaphores**: kept natively, a sorted set of holders and a count
 //!   changed by one script per step (see `permits.rs`).
+//! - **Read-write locks**: native, readers in a sorted set beside the lock
+//!   key, admitted by one script and waiting in the name's line with the
+//!   writers (see `readers.rs`).
 //! - **Redis Cluster** (`redis+cluster://`): the same scripts, with every key
 //!   of a name in one hash slot; waiting uses the cluster's pub/sub.
 //!
@@ -31,6 +34,8 @@ pub mod keys;
 mod mutex;
 #[cfg(feature = "redis")]
 mod permits;
+#[cfg(feature = "redis")]
+mod readers;
 #[cfg(feature = "redis")]
 mod records;
 #[cfg(feature = "redis")]

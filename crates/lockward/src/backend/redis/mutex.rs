@@ -9,7 +9,8 @@ use redis::Value;
 use super::url::RedisUrl;
 use super::{conn, keys};
 use crate::backend::{
-    Attempt, Capabilities, Grant, InLine, Leave, LockBackend, PermitBackend, Request, Subscription,
+    Attempt, Capabilities, Grant, InLine, Kind, Leave, LockBackend, PermitBackend, Request,
+    Subscription,
 };
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
@@ -144,7 +145,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: true,
     cross_host: true,
     permanent_records: false,
-    native_rw_lock: false,
+    native_rw_lock: true,
     native_semaphore: true,
 };
 
@@ -175,9 +176,11 @@ impl LockBackend for RedisBackend {
         let (done, _): (i64, _) = self
             .invoke(
                 self.scripts
+                    .readers
                     .extend
                     .key(&keys.lock)
                     .key(&keys.holder)
+                    .key(&keys.readers)
                     .arg(owner.to_string())
                     .arg(millis(ttl)),
             )
@@ -190,12 +193,14 @@ impl LockBackend for RedisBackend {
         let (done, retried): (i64, _) = self
             .invoke(
                 self.scripts
+                    .readers
                     .release
                     .key(&keys.lock)
                     .key(&keys.channel)
                     .key(&keys.holder)
                     .key(&keys.queue)
                     .key(&keys.places)
+                    .key(&keys.readers)
                     .arg(owner.to_string()),
             )
             .await?;
@@ -281,7 +286,10 @@ impl LockBackend for RedisBackend {
             .filter_map(|k| keys::name_of(k, self.cluster))
             .filter_map(|n| Name::new(n).ok())
             .collect();
-        crate::backend::inspect_each(self, names).await
+        let mut held = crate::backend::inspect_each(self, names).await?;
+        held.extend(self.list_readers(prefix).await?);
+        held.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(held)
     }
 }
 
@@ -289,6 +297,9 @@ impl RedisBackend {
     /// One run of the acquire script; `place` joins the line (or renews the
     /// caller's place) for that long.
     async fn attempt(&self, req: &Request<'_>, place: Option<Duration>) -> Result<Attempt> {
+        if req.kind == Kind::Reader {
+            return self.read_attempt(req, place).await;
+        }
         let keys = self.keys(req.name);
         let (reply, _): (Vec<Value>, _) = self
             .invoke(
@@ -300,6 +311,7 @@ impl RedisBackend {
                     .key(&keys.queue)
                     .key(&keys.places)
                     .key(&keys.channel)
+                    .key(&keys.readers)
                     .arg(req.owner.to_string())
                     .arg(millis(req.ttl))
                     .arg(req.label.unwrap_or(""))

@@ -35,17 +35,29 @@ end
 local function tell(channel, owner)
   redis.call('PUBLISH', channel .. ':' .. owner, owner)
 end
+-- Drops the lapsed readers of a read-write lock; returns how many read
+-- and the last one's expiry (server ms), or -1 when the key is not ours.
+local function live_readers(readers)
+  local kind = redis.call('TYPE', readers).ok
+  if kind == 'none' then return 0, 0 end
+  if kind ~= 'zset' then return -1, 0 end
+  redis.call('ZREMRANGEBYSCORE', readers, '-inf', string.format('%.0f', now_ms))
+  local last = redis.call('ZRANGE', readers, -1, -1, 'WITHSCORES')
+  if #last == 0 then return 0, 0 end
+  return redis.call('ZCARD', readers), tonumber(last[2])
+end
 local function leave_line(queue, places, owner)
   if redis.call('TYPE', queue).ok == 'zset' then redis.call('ZREM', queue, owner) end
   if redis.call('TYPE', places).ok == 'zset' then redis.call('ZREM', places, owner) end
 end
 "#;
 
-/// After [`LINE`]. KEYS: lock, fence, holder, queue, places, channel.
-/// ARGV: owner, ttl ms, label ('' for none), place ms ('0': try without
-/// joining the line).
+/// After [`LINE`]. KEYS: lock, fence, holder, queue, places, channel,
+/// readers. ARGV: owner, ttl ms, label ('' for none), place ms ('0': try
+/// without joining the line).
 ///
-/// Grants the lock when it is free and nobody queues ahead of the owner;
+/// Grants the lock when it is free, nobody reads it (see `readers.rs`) and
+/// nobody queues ahead of the owner;
 /// otherwise, with a place lease, joins the line (or renews the owner's
 /// place). Idempotent for one owner, so it is safe to retry when a
 /// connection drops before the reply arrives. Returns `{1, fence}` when
@@ -55,7 +67,9 @@ end
 /// behind the first); `{-1, type}` when the lock key is not a string;
 /// `{-2, 0}` when it is a string without expiry (not written by a lock
 /// client); `{-3, 0}` when the fence counter is not a number; `{-4, 0}`
-/// when the line's keys are not lockward's.
+/// when the line's keys or the readers' are not lockward's. While readers
+/// read, `ms` is when the last one's lease ends (the last to leave tells
+/// the first in line).
 ///
 /// The fence is `max(counter + 1, server TIME in µs)`, computed cheaply: the
 /// counter never expires, so while it exists it already exceeds every TIME
@@ -71,7 +85,9 @@ end
 pub const ACQUIRE: &str = r#"
 local first = first_in_line(KEYS[4], KEYS[5])
 if first == nil then return {-4, 0} end
-if (not first or first == ARGV[1]) and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+local readers, last_read = live_readers(KEYS[7])
+if readers < 0 then return {-4, 0} end
+if (not first or first == ARGV[1]) and readers == 0 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = redis.pcall('INCR', KEYS[2])
   if type(fence) == 'table' then
     redis.call('DEL', KEYS[1])
@@ -100,6 +116,10 @@ if joined then
   redis.call('ZADD', KEYS[5], string.format('%.0f', now_ms + tonumber(ARGV[4])), ARGV[1])
   first = first or ARGV[1]
 end
+if readers > 0 then
+  if joined and first ~= ARGV[1] then return {0, -1} end
+  return {0, math.max(1, last_read - now_ms)}
+end
 if pttl == -2 then
   -- Free, but kept for the first in line: remind it, and look again when
   -- its place would lapse.
@@ -110,11 +130,10 @@ if joined and first ~= ARGV[1] then return {0, -1} end
 return {0, pttl}
 "#;
 
-/// After [`LINE`]. KEYS: lock, channel, holder, queue, places. ARGV: owner.
-/// Returns 1 when released, else 0. Publishes the owner first in line (or
-/// '' when nobody queues) on the name's channel, for watchers, and on that
-/// waiter's turn channel, which wakes it.
-pub const RELEASE: &str = r#"
+/// The body of [`RELEASE`] that frees the lock key of its owner.
+macro_rules! release_holder {
+    () => {
+        r#"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[3])
   local next = first_in_line(KEYS[4], KEYS[5])
@@ -122,8 +141,19 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   if next then tell(KEYS[2], next) end
   return 1
 end
-return 0
-"#;
+"#
+    };
+}
+
+/// After [`LINE`]. KEYS: lock, channel, holder, queue, places. ARGV: owner.
+/// Returns 1 when released, else 0. Publishes the owner first in line (or
+/// '' when nobody queues) on the name's channel, for watchers, and on that
+/// waiter's turn channel, which wakes it.
+pub const RELEASE: &str = concat!(release_holder!(), "return 0\n");
+
+/// [`RELEASE`] without its final `return 0`: the read side's release
+/// follows it (see `readers.rs`).
+pub const RELEASE_HOLDER: &str = release_holder!();
 
 /// After [`LINE`]. KEYS: lock, channel, queue, places. ARGV: owner.
 /// Takes the owner's place out of the line; when the lock is free, tells
@@ -172,26 +202,24 @@ return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET
 /// The compiled scripts, hashed once per store.
 pub(crate) struct Scripts {
     pub acquire: Script,
-    pub release: Script,
-    pub extend: Script,
     pub hold_back: Script,
     pub inspect: Script,
     pub leave: Script,
     pub write_versioned: Script,
     pub permits: super::permits::PermitScripts,
+    pub readers: super::readers::ReaderScripts,
 }
 
 impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
             acquire: Script::new(&format!("{LINE}{ACQUIRE}")),
-            release: Script::new(&format!("{LINE}{RELEASE}")),
-            extend: Script::new(EXTEND),
             hold_back: Script::new(HOLD_BACK),
             inspect: Script::new(INSPECT),
             leave: Script::new(&format!("{LINE}{LEAVE}")),
             write_versioned: Script::new(WRITE_VERSIONED),
             permits: super::permits::PermitScripts::new(),
+            readers: super::readers::ReaderScripts::new(),
         }
     }
 }

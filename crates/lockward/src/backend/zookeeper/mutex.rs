@@ -337,6 +337,55 @@ impl LockBackend for ZookeeperBackend {
         let Some(first) = line.first() else {
             return Ok(None);
         };
+        self.describe(name, &lock, first, line.len() - 1).await
+    }
+
+    /// Every holder: the first in line, or, when readers hold, a row per
+    /// reader (`NAME#reader/OWNER`, as on every store with readers).
+    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
+        let names: Vec<Name> = self
+            .children(&self.root)
+            .await?
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| paths::unescape(c))
+            .filter(|n| n.starts_with(prefix))
+            .filter_map(|n| Name::new(n).ok())
+            .collect();
+        let mut held = Vec::new();
+        for name in names {
+            let lock = paths::lock_path(&self.root, &name);
+            let line = paths::in_line(self.children(&lock).await?.unwrap_or_default());
+            let waiters = line.len().saturating_sub(1);
+            let readers: Vec<&String> = line.iter().take_while(|c| paths::is_reader(c)).collect();
+            if readers.is_empty() {
+                if let Some(first) = line.first() {
+                    held.extend(self.describe(&name, &lock, first, waiters).await?);
+                }
+                continue;
+            }
+            for reader in readers {
+                if let Some(mut row) = self.describe(&name, &lock, reader, waiters).await? {
+                    row.name = format!("{name}#reader/{}", row.owner);
+                    held.push(row);
+                }
+            }
+        }
+        held.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(held)
+    }
+}
+
+impl ZookeeperBackend {
+    /// The contender node `node` of lock `name` (at `lock`) as a holder;
+    /// `None` when it went in between.
+    async fn describe(
+        &self,
+        name: &Name,
+        lock: &str,
+        first: &str,
+        waiters: usize,
+    ) -> Result<Option<LockInfo>> {
         let path = format!("{lock}/{first}");
         let (data, stat) = match self.data(&path).await? {
             Ok(found) => found,
@@ -378,20 +427,7 @@ impl LockBackend for ZookeeperBackend {
             holder,
             fence: Some(stat.czxid as u64),
             expires_in,
-            waiters: Some(line.len() - 1),
+            waiters: Some(waiters),
         }))
-    }
-
-    async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
-        let names: Vec<Name> = self
-            .children(&self.root)
-            .await?
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|c| paths::unescape(c))
-            .filter(|n| n.starts_with(prefix))
-            .filter_map(|n| Name::new(n).ok())
-            .collect();
-        crate::backend::inspect_each(self, names).await
     }
 }
