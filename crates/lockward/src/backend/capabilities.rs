@@ -33,7 +33,8 @@ pub struct Capabilities {
     /// Read-write locks are native: a read or a write is one step of the
     /// store's (ZooKeeper in Curator's `InterProcessReadWriteLock` layout,
     /// which other clients share; PostgreSQL advisory mode's shared locks;
-    /// Redis's readers' set beside the lock key). Elsewhere
+    /// Redis's readers' set beside the lock key; etcd's reader keys beside
+    /// the writers' line). Elsewhere
     /// [`RwLock`](crate::recipe::RwLock) is built on a lock and a semaphore.
     pub native_rw_lock: bool,
     /// Semaphores are kept by the store, an entry per holder and a count

@@ -31,9 +31,10 @@
 //! the layout of Curator's `InterProcessReadWriteLock`, so Java services on
 //! Curator and lockward share one read-write lock; on PostgreSQL advisory
 //! mode shared advisory locks; on Redis and Redis Cluster a set of readers
-//! beside the name's lock key, in the name's line of waiters. Fences are
+//! beside the name's lock key, in the name's line of waiters; on etcd a key
+//! per reader beside the writers' line, ordered by revision. Fences are
 //! then the store's own (ZooKeeper: the node's creation zxid; Redis: the
-//! name's counter), ordered the same way.
+//! name's counter; etcd: the key's create revision), ordered the same way.
 //!
 //! The exclusive side is [`RwLock::write`], not a plain
 //! [`Store::acquire`] of `NAME`: a plain holder of `NAME` keeps new readers

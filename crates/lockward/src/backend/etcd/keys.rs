@@ -5,6 +5,12 @@
 //! the holder is the key with the lowest create revision. `etcdctl lock
 //! P+N` builds the same keys, so the two exclude each other.
 //!
+//! The readers of a read-write lock on `N` are keys `P` + esc(N) + U+0001 +
+//! `readers/` + lease id, one per reader, beside the name's line: a reader
+//! holds while no writer's key (under `P` + esc(N) + `/`) is older than its
+//! own; a writer holds when first in its line and no reader's key is older
+//! than its own. `etcdctl lock` sees only the writers' line.
+//!
 //! esc() percent-encodes only `%` and `/`: with a raw `/`, the lock `a`
 //! would see the keys of lock `a/b` as contenders. Names without those two
 //! characters are stored as they are.
@@ -32,6 +38,25 @@ pub fn unescape(text: &str) -> Option<String> {
 /// The key prefix of a name's contenders: `P` + esc(N) + `/`.
 pub fn lock_prefix(prefix: &str, name: &Name) -> String {
     format!("{prefix}{}/", escape(name.as_str()))
+}
+
+/// The key prefix of a name's readers: `P` + esc(N) + U+0001 + `readers/`
+/// (no name holds a control character, so no lock's keys start there).
+pub fn readers_prefix(prefix: &str, name: &Name) -> String {
+    format!("{prefix}{}{READERS}", escape(name.as_str()))
+}
+
+/// What follows a name on its readers' keys, before the lease id.
+const READERS: &str = "\u{1}readers/";
+
+/// The name of a reader's key, if `key` is one under `prefix`.
+pub fn reader_name_of(prefix: &str, key: &str) -> Option<String> {
+    let rest = key.strip_prefix(prefix)?;
+    let (escaped, lease) = rest.rsplit_once(READERS)?;
+    if escaped.contains('/') || lease.is_empty() || !lease.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    unescape(escaped)
 }
 
 /// One contender's key.

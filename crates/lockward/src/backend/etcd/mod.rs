@@ -28,6 +28,9 @@
 //!   with a lock-delay stores its owner id instead, whose mark tells a
 //!   forced unlock from elsewhere to hold the name back.)
 //!
+//! - **Read-write locks** are native: a key per reader on its own lease
+//!   beside the writers' line, ordered with it by create revision (see
+//!   `readers.rs`).
 //! - **Semaphores** are kept natively: a key per holder on its lease and a
 //!   count beside them (see `permits.rs`).
 //!
@@ -51,6 +54,8 @@ mod mutex;
 mod permits;
 #[cfg(feature = "etcd")]
 mod queue;
+#[cfg(feature = "etcd")]
+mod readers;
 #[cfg(feature = "etcd")]
 mod records;
 #[cfg(feature = "etcd")]

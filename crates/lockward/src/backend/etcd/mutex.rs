@@ -12,7 +12,8 @@ use etcd_client::{
 };
 
 use super::keys;
-use crate::backend::{Attempt, Capabilities, Grant, LockBackend, PermitBackend, Request};
+use super::queue::Entered;
+use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, PermitBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -87,7 +88,7 @@ impl Drop for Contender<'_> {
 
 impl Contender<'_> {
     /// Whether the lease is surely alive: within `ttl` of its last refresh.
-    fn lease_alive(&self, ttl: Duration) -> bool {
+    pub(super) fn lease_alive(&self, ttl: Duration) -> bool {
         let refreshed = *self.refreshed.lock().unwrap_or_else(|p| p.into_inner());
         Instant::now() < refreshed + ttl
     }
@@ -139,11 +140,30 @@ impl EtcdBackend {
 
     /// Grants a lease and puts our contender key if absent; returns it with
     /// the create revision of the first key in the line (the holder's).
-    pub(super) async fn enter(&self, req: &Request<'_>) -> Result<(Contender<'_>, i64)> {
+    /// The contender holds: its lease is kept as the holder's. The lease
+    /// aged while it waited: the local deadline counts from its last
+    /// acknowledged refresh, which the keep-alive kept within TTL/3.
+    pub(super) fn take(&self, req: &Request<'_>, contender: Contender<'_>) -> Grant {
+        let granted_at = *contender
+            .refreshed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let fence = contender.revision as u64;
+        let held = contender.keep(req.ttl);
+        self.leases().insert((req.name.clone(), req.owner), held);
+        Grant {
+            fence,
+            started: granted_at,
+        }
+    }
+
+    pub(super) async fn enter(&self, req: &Request<'_>) -> Result<Entered<'_>> {
         let prefix = keys::lock_prefix(&self.prefix, req.name);
+        let readers = keys::readers_prefix(&self.prefix, req.name);
+        let reading = req.kind == Kind::Reader;
         let granted_from = Instant::now();
         let lease = self.grant(req.ttl).await?;
-        let key = keys::contender_key(&prefix, lease);
+        let key = keys::contender_key(if reading { &readers } else { &prefix }, lease);
         let mut contender = Contender {
             backend: self,
             lease,
@@ -152,11 +172,18 @@ impl EtcdBackend {
             refreshed: Arc::new(Mutex::new(granted_from)),
             keepalive: None,
         };
-        let value = contender_value(req);
+        // A reader stores its owner id, whatever its label: it is no
+        // election proposal.
+        let value = if reading {
+            req.owner.to_string()
+        } else {
+            contender_value(req)
+        };
         let first = GetOptions::new()
             .with_prefix()
             .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1);
+            .with_limit(1)
+            .with_keys_only();
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
             .and_then([
@@ -166,10 +193,12 @@ impl EtcdBackend {
                     Some(PutOptions::new().with_lease(lease)),
                 ),
                 TxnOp::get(prefix.clone(), Some(first.clone())),
+                TxnOp::get(readers.clone(), Some(first.clone())),
             ])
             .or_else([
                 TxnOp::get(key.clone(), None),
-                TxnOp::get(prefix.clone(), Some(first)),
+                TxnOp::get(prefix.clone(), Some(first.clone())),
+                TxnOp::get(readers.clone(), Some(first)),
             ]);
         let resp = self
             .call(|mut c| {
@@ -178,25 +207,23 @@ impl EtcdBackend {
             })
             .await?;
         let responses = resp.op_responses();
+        let first_of = |i: usize| match responses.get(i) {
+            Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
+            _ => None,
+        };
         contender.revision = if resp.succeeded() {
             resp.header().map(|h| h.revision()).unwrap_or(0)
         } else {
-            match responses.first() {
-                Some(TxnOpResponse::Get(g)) => {
-                    g.kvs().first().map(|kv| kv.create_revision()).unwrap_or(0)
-                }
-                _ => 0,
-            }
-        };
-        let holder_revision = match responses.get(1) {
-            Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
-            _ => None,
+            first_of(0).unwrap_or(0)
         };
         if contender.revision <= 0 {
             return Err(self.protocol("the contender key was not created"));
         }
-        let first = holder_revision.unwrap_or(contender.revision);
-        Ok((contender, first))
+        Ok(Entered {
+            first_writer: first_of(1),
+            first_reader: first_of(2),
+            contender,
+        })
     }
 
     /// A new lease of ⌈`ttl`⌉ seconds.
@@ -228,7 +255,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     cross_process: true,
     cross_host: true,
     permanent_records: false,
-    native_rw_lock: false,
+    native_rw_lock: true,
     native_semaphore: true,
 };
 
@@ -247,11 +274,12 @@ impl LockBackend for EtcdBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        let (contender, first) = self.enter(req).await?;
-        if first != contender.revision {
+        let entered = self.enter(req).await?;
+        if !entered.holds(req.kind) {
             // Go's TryLock: leave the line at once (the drop revokes).
             return Ok(Attempt::Held { expires_in: None });
         }
+        let contender = entered.contender;
         let fence = contender.revision as u64;
         let held = contender.keep(req.ttl);
         self.leases().insert((req.name.clone(), req.owner), held);
@@ -259,11 +287,29 @@ impl LockBackend for EtcdBackend {
     }
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
+        if req.kind == Kind::Reader {
+            return self.acquire_read(req, deadline).await;
+        }
         let prefix = keys::lock_prefix(&self.prefix, req.name);
         let contender = 'line: loop {
-            let (mut contender, mut first) = self.enter(req).await?;
-            if first == contender.revision {
+            let entered = self.enter(req).await?;
+            let readers_before = entered.readers_before();
+            let (mut contender, mut first) =
+                (entered.contender, entered.first_writer.unwrap_or_default());
+            if first == contender.revision && !readers_before {
                 break contender;
+            }
+            if first == contender.revision {
+                // First among the writers, after readers that came earlier.
+                contender.keepalive = Some(self.keep_alive_while_waiting(&contender, req.ttl / 3));
+                match self
+                    .wait_out_readers(req.name, &contender, req.ttl, deadline)
+                    .await?
+                {
+                    Some(true) => break contender,
+                    Some(false) => continue 'line,
+                    None => return Ok(None),
+                }
             }
             contender.keepalive = Some(self.keep_alive_while_waiting(&contender, req.ttl / 3));
             loop {
@@ -276,7 +322,9 @@ impl LockBackend for EtcdBackend {
                     // first key is gone, none is left before ours, and ours
                     // still exists while its lease is within its TTL.
                     Wait::Deleted(revision)
-                        if revision == first && contender.lease_alive(req.ttl) =>
+                        if revision == first
+                            && contender.lease_alive(req.ttl)
+                            && !readers_before =>
                     {
                         break 'line contender
                     }
@@ -285,7 +333,17 @@ impl LockBackend for EtcdBackend {
                 let (place, now_first) = self.place(&prefix, contender.revision).await?;
                 first = now_first;
                 match place {
-                    Place::First => break 'line contender,
+                    Place::First if !readers_before => break 'line contender,
+                    Place::First => {
+                        match self
+                            .wait_out_readers(req.name, &contender, req.ttl, deadline)
+                            .await?
+                        {
+                            Some(true) => break 'line contender,
+                            Some(false) => continue 'line,
+                            None => return Ok(None),
+                        }
+                    }
                     Place::Behind => {}
                     // Our lease lapsed while we waited (keep-alives failed):
                     // join the line again with a new one.
@@ -293,19 +351,7 @@ impl LockBackend for EtcdBackend {
                 }
             }
         };
-        // The lease aged while we waited: the local deadline counts from its
-        // last acknowledged refresh, which the keep-alive kept within TTL/3.
-        let granted_at = *contender
-            .refreshed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let fence = contender.revision as u64;
-        let held = contender.keep(req.ttl);
-        self.leases().insert((req.name.clone(), req.owner), held);
-        Ok(Some(Grant {
-            fence,
-            started: granted_at,
-        }))
+        Ok(Some(self.take(req, contender)))
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
@@ -393,6 +439,10 @@ impl LockBackend for EtcdBackend {
         let Some(first) = resp.kvs().first() else {
             return Ok(None);
         };
+        if self.readers_before(name, first.create_revision()).await? {
+            // The first writer still waits for readers: they hold.
+            return Ok(None);
+        }
         let value = String::from_utf8_lossy(first.value()).into_owned();
         let lease = first.lease();
         // Our own holders are known by lease; others by what they stored.
@@ -440,13 +490,20 @@ impl LockBackend for EtcdBackend {
                 async move { c.get(key, Some(opts)).await }
             })
             .await?;
-        let names: Vec<Name> = resp
+        let found: Vec<String> = resp
             .kvs()
             .iter()
             .filter_map(|kv| std::str::from_utf8(kv.key()).ok())
+            .map(str::to_string)
+            .collect();
+        let names: Vec<Name> = found
+            .iter()
             .filter_map(|k| keys::name_of(&self.prefix, k))
             .filter_map(|n| Name::new(n).ok())
             .collect();
-        crate::backend::inspect_each(self, names).await
+        let mut held = crate::backend::inspect_each(self, names).await?;
+        held.extend(self.list_readers(&found).await?);
+        held.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(held)
     }
 }

@@ -7,7 +7,38 @@ use std::time::{Duration, Instant};
 use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
 
 use super::mutex::{Contender, EtcdBackend, Place, Wait, WATCH_SAFETY_NET};
+use crate::backend::Kind;
 use crate::error::Result;
+
+/// A contender that joined a line: its key, and the oldest keys of the
+/// name's writers and readers as the same transaction saw them.
+pub(super) struct Entered<'a> {
+    pub(super) contender: Contender<'a>,
+    /// The create revision of the writers' oldest key (the holder, when a
+    /// writer holds).
+    pub(super) first_writer: Option<i64>,
+    /// The create revision of the readers' oldest key.
+    pub(super) first_reader: Option<i64>,
+}
+
+impl Entered<'_> {
+    /// Whether a reader came before this contender (a writer waits for it
+    /// once first in line; no reader can come before it later).
+    pub(super) fn readers_before(&self) -> bool {
+        self.first_reader
+            .is_some_and(|r| r < self.contender.revision)
+    }
+
+    /// Whether the contender holds at once: a reader when no writer came
+    /// before it, a writer when first in line with no reader before it.
+    pub(super) fn holds(&self, kind: Kind) -> bool {
+        let own = self.contender.revision;
+        match kind {
+            Kind::Reader => self.first_writer.is_none_or(|w| w >= own),
+            _ => self.first_writer == Some(own) && !self.readers_before(),
+        }
+    }
+}
 
 impl EtcdBackend {
     /// Keeps the contender's lease alive every `every` until aborted,

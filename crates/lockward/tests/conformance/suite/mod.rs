@@ -98,6 +98,8 @@ fn all_checks() -> Vec<Check> {
         multi_lock::multi_lock_refuses_bad_name_lists,
         rw_lock::rw_lock_readers_share_and_a_writer_excludes,
         rw_lock::rw_lock_waiting_writer_goes_before_later_readers,
+        rw_lock::rw_lock_readers_queued_behind_a_writer_get_in_together,
+        rw_lock::rw_lock_crashed_reader_frees_after_its_ttl if |c| c.lock_delay(),
         waiting::waiter_wakes_promptly,
         waiting::every_waiter_gets_the_lock,
         waiting::waiters_in_fifo_order if |c| c.fifo,

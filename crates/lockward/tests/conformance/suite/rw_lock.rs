@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use lockward::recipe::RwLock;
-use lockward::{Error, LockOptions};
+use lockward::{Error, LockOptions, Renewal};
 
 use super::{unique, Fixture};
 
@@ -145,4 +145,67 @@ pub async fn rw_lock_waiting_writer_goes_before_later_readers(f: &dyn Fixture) {
     assert!(writer_fence > early_fence);
     assert!(late_reader.fence() > writer_fence);
     late_reader.release().await.unwrap();
+}
+
+/// Readers queued behind a writer all get in when it leaves, together (not
+/// one by one as each holder leaves, which they never do here).
+pub async fn rw_lock_readers_queued_behind_a_writer_get_in_together(f: &dyn Fixture) {
+    let name = unique("rw-batch");
+    let writer = RwLock::new(f.store().await, &name)
+        .unwrap()
+        .write(&opts())
+        .await
+        .unwrap();
+    let all_in = std::sync::Arc::new(tokio::sync::Barrier::new(4));
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let lock = RwLock::new(f.store().await, &name).unwrap();
+        let all_in = all_in.clone();
+        readers.push(tokio::spawn(async move {
+            let reader = lock.read(&opts()).await.expect("reader");
+            all_in.wait().await;
+            reader.release().await.unwrap();
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        readers.iter().all(|r| !r.is_finished()),
+        "a reader got in beside the writer"
+    );
+    writer.release().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), all_in.wait())
+        .await
+        .expect("the queued readers did not all get in together");
+    for r in readers {
+        r.await.unwrap();
+    }
+}
+
+/// A reader that stops renewing (a crashed process) keeps the writer out
+/// only until its TTL; the writer's fence is larger than the reader's.
+pub async fn rw_lock_crashed_reader_frees_after_its_ttl(f: &dyn Fixture) {
+    let name = unique("rw-crash");
+    let ttl = Duration::from_secs(1);
+    let crashed = RwLock::new(f.store().await, &name)
+        .unwrap()
+        .read(&LockOptions::new().ttl(ttl).renewal(Renewal::Off))
+        .await
+        .unwrap();
+    let read_fence = crashed.fence();
+    let began = Instant::now();
+    std::mem::forget(crashed);
+    let writer = RwLock::new(f.store().await, &name)
+        .unwrap()
+        .write(&opts())
+        .await
+        .expect("the writer gets in after the reader's TTL");
+    let waited = began.elapsed();
+    assert!(
+        waited + Duration::from_millis(200) >= ttl,
+        "the writer got in {waited:?} after a live reader took the lock"
+    );
+    let floor = f.server_ttl_floor().max(ttl);
+    assert!(waited < floor + Duration::from_secs(3), "{waited:?}");
+    assert!(writer.fence() > read_fence);
+    writer.release().await.unwrap();
 }
