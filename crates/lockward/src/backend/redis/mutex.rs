@@ -85,6 +85,25 @@ impl RedisBackend {
         }
     }
 
+    /// The names starting with `prefix` that have a key ending in
+    /// `suffix` (a semaphore's holders, a read-write lock's readers).
+    pub(super) async fn names_with(&self, prefix: &str, suffix: &str) -> Result<Vec<Name>> {
+        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
+        let found = conn::scan_all(&self.conn, &format!("{pattern}{suffix}"))
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let mut names: Vec<Name> = found
+            .iter()
+            .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
+            .filter_map(|k| k.strip_suffix(suffix))
+            .filter_map(|k| keys::name_of(k, self.cluster))
+            .filter_map(|n| Name::new(n).ok())
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     pub(super) fn unavailable(&self, e: redis::RedisError) -> Error {
         redis_error(&self.address, e)
     }
@@ -294,17 +313,19 @@ impl LockBackend for RedisBackend {
 }
 
 impl RedisBackend {
-    /// One run of the acquire script; `place` joins the line (or renews the
-    /// caller's place) for that long.
+    /// One run of the acquire script (the read script for a reader);
+    /// `place` joins the line (or renews the caller's place) for that long.
     async fn attempt(&self, req: &Request<'_>, place: Option<Duration>) -> Result<Attempt> {
-        if req.kind == Kind::Reader {
-            return self.read_attempt(req, place).await;
-        }
         let keys = self.keys(req.name);
+        // A reader's script takes the same keys and arguments.
+        let script = if req.kind == Kind::Reader {
+            &self.scripts.readers.read
+        } else {
+            &self.scripts.acquire
+        };
         let (reply, _): (Vec<Value>, _) = self
             .invoke(
-                self.scripts
-                    .acquire
+                script
                     .key(&keys.lock)
                     .key(&keys.fence)
                     .key(&keys.holder)

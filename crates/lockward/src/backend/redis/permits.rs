@@ -23,7 +23,6 @@ use async_trait::async_trait;
 use redis::{Script, Value};
 
 use super::mutex::{int, millis, text, RedisBackend};
-use super::{conn, keys};
 use crate::backend::{holder_row, no_permits, PermitBackend, Request};
 use crate::error::Result;
 use crate::lease::LockInfo;
@@ -270,19 +269,7 @@ impl PermitBackend for RedisBackend {
     }
 
     async fn list_permits(&self, prefix: &str) -> Result<Vec<LockInfo>> {
-        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
-        let found = conn::scan_all(&self.conn, &format!("{pattern}{HOLDERS_SUFFIX}"))
-            .await
-            .map_err(|e| self.unavailable(e))?;
-        let mut names: Vec<Name> = found
-            .iter()
-            .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
-            .filter_map(|k| k.strip_suffix(HOLDERS_SUFFIX))
-            .filter_map(|k| keys::name_of(k, self.cluster))
-            .filter_map(|n| Name::new(n).ok())
-            .collect();
-        names.sort();
-        names.dedup();
+        let names = self.names_with(prefix, HOLDERS_SUFFIX).await?;
         let mut rows = Vec::new();
         for name in names {
             let keys = self.sem_keys(&name);

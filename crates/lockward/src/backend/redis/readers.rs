@@ -15,14 +15,12 @@ use std::time::Duration;
 
 use redis::{Script, Value};
 
-use super::keys::{self, READERS_SUFFIX};
-use super::mutex::{acquire_reply, int, millis, text};
+use super::keys::READERS_SUFFIX;
+use super::mutex::{int, text};
 use super::scripts::LINE;
-use super::{conn, RedisBackend};
-use crate::backend::{Attempt, Request};
+use super::RedisBackend;
 use crate::error::Result;
 use crate::lease::LockInfo;
-use crate::name::Name;
 
 /// After [`LINE`]. KEYS: lock, fence, holder, queue, places, channel,
 /// readers. ARGV: owner, ttl ms, label (unused), place ms ('0': try
@@ -145,51 +143,10 @@ impl ReaderScripts {
 }
 
 impl RedisBackend {
-    /// One run of the read script; `place` joins the line (or renews the
-    /// caller's place) for that long.
-    pub(super) async fn read_attempt(
-        &self,
-        req: &Request<'_>,
-        place: Option<Duration>,
-    ) -> Result<Attempt> {
-        let keys = self.keys(req.name);
-        let (reply, _): (Vec<Value>, _) = self
-            .invoke(
-                self.scripts
-                    .readers
-                    .read
-                    .key(&keys.lock)
-                    .key(&keys.fence)
-                    .key(&keys.holder)
-                    .key(&keys.queue)
-                    .key(&keys.places)
-                    .key(&keys.channel)
-                    .key(&keys.readers)
-                    .arg(req.owner.to_string())
-                    .arg(millis(req.ttl))
-                    .arg("")
-                    .arg(place.map_or(0, millis)),
-            )
-            .await?;
-        acquire_reply(&reply, &keys).map_err(|message| self.protocol(message))
-    }
-
     /// A row per live reader of the names starting with `prefix`:
     /// `NAME#reader/OWNER`, as `status` shows readers on every store.
     pub(super) async fn list_readers(&self, prefix: &str) -> Result<Vec<LockInfo>> {
-        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
-        let found = conn::scan_all(&self.conn, &format!("{pattern}{READERS_SUFFIX}"))
-            .await
-            .map_err(|e| self.unavailable(e))?;
-        let mut names: Vec<Name> = found
-            .iter()
-            .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
-            .filter_map(|k| k.strip_suffix(READERS_SUFFIX))
-            .filter_map(|k| keys::name_of(k, self.cluster))
-            .filter_map(|n| Name::new(n).ok())
-            .collect();
-        names.sort();
-        names.dedup();
+        let names = self.names_with(prefix, READERS_SUFFIX).await?;
         let mut rows = Vec::new();
         for name in names {
             let keys = self.keys(&name);

@@ -343,17 +343,8 @@ impl LockBackend for ZookeeperBackend {
     /// Every holder: the first in line, or, when readers hold, a row per
     /// reader (`NAME#reader/OWNER`, as on every store with readers).
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
-        let names: Vec<Name> = self
-            .children(&self.root)
-            .await?
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|c| paths::unescape(c))
-            .filter(|n| n.starts_with(prefix))
-            .filter_map(|n| Name::new(n).ok())
-            .collect();
         let mut held = Vec::new();
-        for name in names {
+        for name in self.names_under_root(prefix).await? {
             let lock = paths::lock_path(&self.root, &name);
             let line = paths::in_line(self.children(&lock).await?.unwrap_or_default());
             let waiters = line.len().saturating_sub(1);
@@ -377,6 +368,20 @@ impl LockBackend for ZookeeperBackend {
 }
 
 impl ZookeeperBackend {
+    /// The names under the store's root that start with `prefix` (locks and
+    /// semaphores alike: each is a node there).
+    pub(super) async fn names_under_root(&self, prefix: &str) -> Result<Vec<Name>> {
+        Ok(self
+            .children(&self.root)
+            .await?
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|c| paths::unescape(c))
+            .filter(|n| n.starts_with(prefix))
+            .filter_map(|n| Name::new(n).ok())
+            .collect())
+    }
+
     /// The contender node `node` of lock `name` (at `lock`) as a holder;
     /// `None` when it went in between.
     async fn describe(

@@ -354,17 +354,8 @@ impl PermitBackend for ZookeeperBackend {
     }
 
     async fn list_permits(&self, prefix: &str) -> Result<Vec<LockInfo>> {
-        let names: Vec<Name> = self
-            .children(&self.root)
-            .await?
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|c| paths::unescape(c))
-            .filter(|n| n.starts_with(prefix))
-            .filter_map(|n| Name::new(n).ok())
-            .collect();
         let mut rows = Vec::new();
-        for name in names {
+        for name in self.names_under_root(prefix).await? {
             let (_, leases) = paths::semaphore_paths(&self.root, &name);
             let Some(children) = self.children(&leases).await? else {
                 continue;
