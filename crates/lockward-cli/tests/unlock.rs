@@ -1,6 +1,7 @@
 //! `lockward unlock NAME --force` on every store: a `run` whose lock is
 //! forcibly unlocked stops its command and exits 76 saying why, the next
-//! holder's fence is larger, and it asks first unless told `--yes`.
+//! holder's fence is larger, and it asks first unless told `--yes`; so does
+//! a `sem` holder ended by its row in `status`.
 
 mod common;
 
@@ -83,7 +84,56 @@ fn a_forced_unlock_stops_the_holders_command_on_every_store() {
             String::from_utf8_lossy(&free.stdout).contains("not held"),
             "{url}"
         );
+        ends_a_semaphore_holder(url);
     }
+}
+
+/// `lockward sem` holding one of two permits, ended by its row in
+/// `status`: its command stops with 76, the permit is free again.
+fn ends_a_semaphore_holder(url: &str) {
+    let mut holder = KillOnDrop(
+        Command::new(lockward())
+            .args([
+                "--store",
+                url,
+                "sem",
+                "stuck-pool",
+                "-n",
+                "2",
+                "--ttl",
+                "6s",
+            ])
+            .args(["--", "sh", "-c", "echo up; exec sleep 60"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut up = String::new();
+    BufReader::new(holder.0.stdout.take().unwrap())
+        .read_line(&mut up)
+        .unwrap();
+    assert_eq!(up.trim(), "up", "{url}");
+    let out = Command::new(lockward())
+        .args(["--store", url, "status", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .find(|n| n.starts_with("stuck-pool#permit/"))
+        .unwrap_or_else(|| panic!("{url}: no holder row in {rows}"))
+        .to_string();
+    let forced = unlock(url, &[&row, "--force", "--yes"]);
+    assert!(forced.status.success(), "{url}: {forced:?}");
+    let status = common::wait_exit(&mut holder.0, Duration::from_secs(8));
+    assert_eq!(status.code(), Some(76), "{url}");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut holder.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("forced unlock"), "{url}: {stderr}");
 }
 
 /// On a terminal, unlock says who holds the lock and asks: no leaves it

@@ -37,7 +37,7 @@ pub(crate) use locks::{inspect_each, owner_checked};
 pub use locks::{Attempt, Grant, Kind, LockBackend, Request};
 pub use permits::{holder_row, PermitBackend, PermitHolds};
 #[allow(unused_imports)]
-pub(crate) use permits::{no_permits, wanted};
+pub(crate) use permits::{no_permits, split_holder_row, wanted};
 #[allow(unused_imports)]
 pub(crate) use queued::{acquire_in_line, InLine, Leave};
 pub use records::{RecordBackend, Versioned};

@@ -50,6 +50,19 @@ pub trait PermitBackend: Send + Sync {
     /// How many permits live holders hold.
     async fn permits_held(&self, name: &Name) -> Result<u64>;
 
+    /// Ends one holder's lease from elsewhere (an operator's forced unlock):
+    /// its permits come back at once and its renewals are refused.
+    /// `holder` is its row from [`list_permits`](Self::list_permits).
+    /// [`Error::NotOwner`] when it no longer holds. The default gives the
+    /// permits back as the holder's owner, for stores whose release does
+    /// not need the holder's own session.
+    async fn force_release_permits(&self, name: &Name, holder: &LockInfo) -> Result<()> {
+        let owner = OwnerId::from_hex(&holder.owner).ok_or_else(|| Error::NotOwner {
+            name: holder.name.clone(),
+        })?;
+        self.release_permits(name, owner).await
+    }
+
     /// Every live holder of the semaphores whose name starts with
     /// `prefix`, sorted, for `status`: a row per holder, named
     /// [`holder_row`]`(SEMAPHORE, ID)`. Reads every holder: not for the
@@ -62,6 +75,12 @@ pub trait PermitBackend: Send + Sync {
 /// store's id of the holder, in hex).
 pub fn holder_row(semaphore: &str, id: &str) -> String {
     format!("{semaphore}#permit/{id}")
+}
+
+/// The semaphore and holder id of a row named by [`holder_row`].
+pub(crate) fn split_holder_row(row: &str) -> Option<(&str, &str)> {
+    row.rsplit_once("#permit/")
+        .filter(|(semaphore, id)| !semaphore.is_empty() && !id.is_empty())
 }
 
 /// [`Error::NoPermits`] for `take` of `of` permits of which `free` are free.

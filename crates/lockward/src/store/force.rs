@@ -26,6 +26,11 @@ impl Store {
     /// writes; an unfenced one is not protected while the holder runs on
     /// until its next renewal.
     ///
+    /// `name` may also be a row `SEMAPHORE#permit/ID` of [`list`](Store::list),
+    /// where the store keeps semaphores natively: that holder's permits
+    /// come back at once (lock-delay or not) and it learns at its next
+    /// renewal, as a lock's holder does.
+    ///
     /// The name is free at once, unless the holder took it with a
     /// [lock-delay](crate::LockOptions::lock_delay): its owner says so, and
     /// the name then stays taken until the lease would have run out (at
@@ -71,6 +76,12 @@ impl Store {
                 format!("it describes {:?}, not {:?}", holder.name, name.as_str()),
             ));
         }
+        // A holder of a semaphore the store keeps: its guard is named after
+        // the semaphore, and so is the trace it looks for.
+        let semaphore = match crate::backend::split_holder_row(name.as_str()) {
+            Some((semaphore, _)) if self.backend.permits().is_some() => Some(Name::new(semaphore)?),
+            _ => None,
+        };
         // Written first, so that the holder refused at its next renewal
         // finds why; it must outlive that renewal.
         let kept = holder
@@ -78,13 +89,20 @@ impl Store {
             .map_or(forced::KEPT_WITHOUT_EXPIRY, |left| {
                 left + Duration::from_secs(60)
             });
+        let traced = semaphore.as_ref().unwrap_or(&name);
         self.backend
             .put_record(
-                &forced::trace_key(name.as_str())?,
+                &forced::trace_key(traced.as_str())?,
                 &forced::trace_of(holder),
                 kept,
             )
             .await?;
+        if let (Some(semaphore), Some(permits)) = (&semaphore, self.backend.permits()) {
+            permits.force_release_permits(semaphore, holder).await?;
+            tracing::warn!(semaphore = %semaphore, holder = %holder.name, fence = ?holder.fence,
+                store = self.scheme, "forced unlock of a semaphore holder");
+            return Ok(None);
+        }
         let delayed = OwnerId::from_hex(&holder.owner).is_some_and(|o| o.has_lock_delay());
         let held_back = if delayed && self.capabilities().lock_delay() {
             self.backend

@@ -309,10 +309,31 @@ impl Store {
         self.backend.release(&lease.name, lease.owner).await
     }
 
-    /// The current holder of `name`, if any.
+    /// The current holder of `name`, if any. Where the store keeps
+    /// semaphores natively, `SEMAPHORE#permit/ID` (a row of
+    /// [`list`](Store::list)) names one holder of a semaphore.
     pub async fn inspect(&self, name: impl AsRef<str>) -> Result<Option<LockInfo>> {
         let name = Name::new(name.as_ref())?;
+        if let Some(row) = self.permit_holder(&name).await? {
+            return Ok(Some(row));
+        }
         self.backend.inspect(&name).await
+    }
+
+    /// The semaphore holder that `name` names as a row of `list`, where the
+    /// store keeps semaphores natively.
+    pub(crate) async fn permit_holder(&self, name: &Name) -> Result<Option<LockInfo>> {
+        let Some(permits) = self.backend.permits() else {
+            return Ok(None);
+        };
+        let Some((semaphore, _)) = crate::backend::split_holder_row(name.as_str()) else {
+            return Ok(None);
+        };
+        Ok(permits
+            .list_permits(semaphore)
+            .await?
+            .into_iter()
+            .find(|row| row.name == name.as_str()))
     }
 
     /// Every held lock whose name starts with `prefix` (all with `""`),
@@ -322,7 +343,11 @@ impl Store {
     pub async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let mut held = self.backend.list(prefix).await?;
         if let Some(permits) = self.backend.permits() {
-            held.extend(permits.list_permits(prefix).await?);
+            // A prefix may reach into the rows (`SEM#permit/…`): ask for
+            // the semaphores it could start, keep the rows it does start.
+            let semaphores = prefix.split('#').next().unwrap_or_default();
+            let rows = permits.list_permits(semaphores).await?;
+            held.extend(rows.into_iter().filter(|r| r.name.starts_with(prefix)));
             held.sort_by(|a, b| a.name.cmp(&b.name));
         }
         Ok(held)

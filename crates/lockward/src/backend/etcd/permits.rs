@@ -156,6 +156,63 @@ impl EtcdBackend {
         }
     }
 
+    /// Deletes holder `key` of semaphore `name` and takes its permits off
+    /// its shard in one transaction, then revokes its `lease`.
+    async fn give_back(&self, name: &Name, key: &str, lease: i64) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: name.to_string(),
+        };
+        let keys = self.sem_keys(name);
+        let mut backoff = conflict_backoff();
+        for _ in 0..WRITE_TRIES {
+            let read = self
+                .txn(Txn::new().and_then([
+                    TxnOp::get(key, None),
+                    TxnOp::get(keys.shards.clone(), Some(GetOptions::new().with_prefix())),
+                ]))
+                .await?;
+            let Some(mine) = first_kv(read.op_responses().first()).cloned() else {
+                // Its lease ran out: the key went with it (its shard is set
+                // right when the permits are next shared out).
+                return Err(not_owner());
+            };
+            let (permits, index) = pair(&mine);
+            let shard_key = keys.shard(u32::try_from(index).unwrap_or(0));
+            let shard = Shard::of(
+                all_kvs(read.op_responses().get(1))
+                    .iter()
+                    .find(|kv| kv.key() == shard_key.as_bytes()),
+            );
+            let resp = self
+                .txn(
+                    Txn::new()
+                        .when([
+                            Compare::mod_revision(
+                                shard_key.clone(),
+                                CompareOp::Equal,
+                                shard.revision,
+                            ),
+                            Compare::mod_revision(key, CompareOp::Equal, mine.mod_revision()),
+                        ])
+                        .and_then([
+                            TxnOp::put(
+                                shard_key,
+                                Shard::value(shard.taken.saturating_sub(permits), shard.quota),
+                                None,
+                            ),
+                            TxnOp::delete(key, None),
+                        ]),
+                )
+                .await?;
+            if resp.succeeded() {
+                let _ = self.revoke(lease).await;
+                return Ok(());
+            }
+            backoff.pause().await;
+        }
+        Err(self.contended(&keys))
+    }
+
     async fn txn(&self, txn: Txn) -> Result<etcd_client::TxnResponse> {
         self.call(|mut c| {
             let txn = txn.clone();
@@ -353,65 +410,29 @@ impl PermitBackend for EtcdBackend {
     }
 
     async fn release_permits(&self, name: &Name, owner: OwnerId) -> Result<()> {
-        let not_owner = || Error::NotOwner {
-            name: name.to_string(),
-        };
         let Some(held) = self.leases().remove(&(name.clone(), owner)) else {
-            return Err(not_owner());
+            return Err(Error::NotOwner {
+                name: name.to_string(),
+            });
         };
-        let keys = self.sem_keys(name);
-        let mut backoff = conflict_backoff();
-        for _ in 0..WRITE_TRIES {
-            let read = self
-                .txn(Txn::new().and_then([
-                    TxnOp::get(held.key.clone(), None),
-                    TxnOp::get(keys.shards.clone(), Some(GetOptions::new().with_prefix())),
-                ]))
-                .await?;
-            let Some(mine) = first_kv(read.op_responses().first()).cloned() else {
-                // Its lease ran out: the key went with it (its shard is set
-                // right when the permits are next shared out).
-                return Err(not_owner());
-            };
-            let (permits, index) = pair(&mine);
-            let shard_key = keys.shard(u32::try_from(index).unwrap_or(0));
-            let shard = Shard::of(
-                all_kvs(read.op_responses().get(1))
-                    .iter()
-                    .find(|kv| kv.key() == shard_key.as_bytes()),
-            );
-            let resp = self
-                .txn(
-                    Txn::new()
-                        .when([
-                            Compare::mod_revision(
-                                shard_key.clone(),
-                                CompareOp::Equal,
-                                shard.revision,
-                            ),
-                            Compare::mod_revision(
-                                held.key.clone(),
-                                CompareOp::Equal,
-                                mine.mod_revision(),
-                            ),
-                        ])
-                        .and_then([
-                            TxnOp::put(
-                                shard_key,
-                                Shard::value(shard.taken.saturating_sub(permits), shard.quota),
-                                None,
-                            ),
-                            TxnOp::delete(held.key.clone(), None),
-                        ]),
-                )
-                .await?;
-            if resp.succeeded() {
-                let _ = self.revoke(held.lease).await;
-                return Ok(());
-            }
-            backoff.pause().await;
+        self.give_back(name, &held.key, held.lease).await
+    }
+
+    /// Finds the holder's key by its row (`…#permit/LEASE`, its create
+    /// revision the fence) and gives its permits back, revoking its lease.
+    async fn force_release_permits(&self, name: &Name, holder: &LockInfo) -> Result<()> {
+        let not_owner = || Error::NotOwner {
+            name: holder.name.clone(),
+        };
+        let lease = crate::backend::split_holder_row(&holder.name)
+            .and_then(|(_, id)| i64::from_str_radix(id, 16).ok())
+            .ok_or_else(not_owner)?;
+        let key = self.sem_keys(name).holder(lease);
+        match self.get_kv(&key).await? {
+            Some(kv) if u64::try_from(kv.create_revision()).ok() == holder.fence => {}
+            _ => return Err(not_owner()),
         }
-        Err(self.contended(&keys))
+        self.give_back(name, &key, lease).await
     }
 
     async fn permits_held(&self, name: &Name) -> Result<u64> {

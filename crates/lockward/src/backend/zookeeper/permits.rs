@@ -204,6 +204,16 @@ async fn expire_leases(
 /// Deletes lease nodes, many per request; a batch the server refuses (a
 /// node already gone) or that goes unanswered is deleted node by node,
 /// retried for as long as the session lives.
+/// Whose lease node `child` is: the owner id lockward's nodes start their
+/// data with, or `(curator) NODE` for each of Curator's (one permit each).
+fn lease_owner(child: &str, data: &[u8]) -> String {
+    let text = String::from_utf8_lossy(data);
+    text.lines()
+        .next()
+        .filter(|o| OwnerId::from_hex(o).is_some())
+        .map_or_else(|| format!("(curator) {child}"), str::to_string)
+}
+
 async fn delete_leases(session: &Arc<Session>, nodes: Vec<String>) {
     for batch in nodes.chunks(NODES_PER_REQUEST) {
         let (client, _) = session.client();
@@ -353,6 +363,28 @@ impl PermitBackend for ZookeeperBackend {
         self.leases_held(&leases).await
     }
 
+    /// Deletes the holder's lease nodes, found by the owner its row shows
+    /// (reads every lease node, as `list_permits` does).
+    async fn force_release_permits(&self, name: &Name, holder: &LockInfo) -> Result<()> {
+        let (_, leases) = paths::semaphore_paths(&self.root, name);
+        let mut nodes = Vec::new();
+        for child in self.children(&leases).await?.unwrap_or_default() {
+            let path = format!("{leases}/{child}");
+            if let Ok((data, _)) = self.data(&path).await? {
+                if lease_owner(&child, &data) == holder.owner {
+                    nodes.push(path);
+                }
+            }
+        }
+        if nodes.is_empty() {
+            return Err(Error::NotOwner {
+                name: holder.name.clone(),
+            });
+        }
+        delete_leases(&self.session, nodes).await;
+        Ok(())
+    }
+
     async fn list_permits(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let mut rows = Vec::new();
         for name in self.names_under_root(prefix).await? {
@@ -368,12 +400,7 @@ impl PermitBackend for ZookeeperBackend {
                 let Ok((data, stat)) = self.data(&path).await? else {
                     continue;
                 };
-                let text = String::from_utf8_lossy(&data).into_owned();
-                let owner = text
-                    .lines()
-                    .next()
-                    .filter(|o| OwnerId::from_hex(o).is_some())
-                    .map_or_else(|| format!("(curator) {child}"), str::to_string);
+                let owner = lease_owner(&child, &data);
                 let fence = u64::try_from(stat.czxid).unwrap_or(0);
                 let first = seen.entry(owner).or_insert(fence);
                 *first = (*first).min(fence);

@@ -1,7 +1,8 @@
 //! Forced unlock: an operator ends a stuck holder's lease from another
 //! handle; the holder learns why at its next renewal, the name is free at
-//! once and the next fence is larger; stores whose locks live in their
-//! holders' sessions refuse.
+//! once and the next fence is larger; so for one holder of a semaphore,
+//! named by its row in `list`; stores whose locks live in their holders'
+//! sessions refuse.
 
 use std::time::Duration;
 
@@ -64,4 +65,43 @@ pub async fn forced_unlock_is_refused_where_locks_live_in_sessions(f: &dyn Fixtu
     );
     assert!(!held.is_lost());
     held.release().await.unwrap();
+}
+
+/// One holder of a full semaphore, ended through its row in `list`: its
+/// permit is free at once, it learns why at its next renewal, the others
+/// keep theirs.
+pub async fn forced_unlock_ends_a_semaphore_holder(f: &dyn Fixture) {
+    use lockward::recipe::Semaphore;
+    let name = unique("forced-sem");
+    let sem = Semaphore::new(f.store().await, &name, 2).unwrap();
+    let stuck = sem.try_acquire(&renewed()).await.unwrap();
+    let other = sem.try_acquire(&renewed()).await.unwrap();
+    let operator = f.store().await;
+    let rows: Vec<_> = operator.list(&format!("{name}#permit/")).await.unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // The row's id is the holder's (its slot or owner), or its fence says.
+    let mine = format!("{name}#permit/{}", stuck.holder());
+    let row = rows
+        .iter()
+        .find(|r| r.name == mine || r.fence == Some(stuck.guard().fence()))
+        .unwrap_or_else(|| panic!("no row for {mine} in {rows:?}"))
+        .clone();
+    let seen = operator.inspect(&row.name).await.unwrap();
+    assert_eq!(seen.as_ref().map(|r| &r.name), Some(&row.name), "{seen:?}");
+    assert_eq!(operator.force_unlock(&row.name, &row).await.unwrap(), None);
+
+    let next = Semaphore::new(f.store().await, &name, 2)
+        .unwrap()
+        .try_acquire(&renewed())
+        .await
+        .expect("the ended holder's permit is free at once");
+    let reason = tokio::time::timeout(Duration::from_secs(5), stuck.guard().lost())
+        .await
+        .expect("the ended holder learns at its next renewal");
+    assert_eq!(reason, LostReason::ForcedUnlock);
+    assert!(!other.guard().is_lost(), "another holder was ended");
+    let again = operator.force_unlock(&row.name, &row).await;
+    assert!(matches!(again, Err(Error::NotOwner { .. })), "{again:?}");
+    next.release().await.unwrap();
+    other.release().await.unwrap();
 }

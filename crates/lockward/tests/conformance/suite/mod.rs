@@ -88,6 +88,7 @@ fn all_checks() -> Vec<Check> {
         lock::drop_releases,
         lock::paused_holder_learns_it_lost,
         forced_unlock::forced_unlock_ends_the_holder if |c| c.force_unlock(),
+        forced_unlock::forced_unlock_ends_a_semaphore_holder if |c| c.force_unlock(),
         forced_unlock::forced_unlock_is_refused_where_locks_live_in_sessions if |c| !c.force_unlock(),
         lock_delay::lock_delay_holds_a_lapsed_lease_back if |c| c.lock_delay(),
         lock_delay::forced_unlock_holds_back_a_holder_with_lock_delay if |c| c.lock_delay(),
