@@ -35,6 +35,9 @@ pub enum Workload {
     /// An instance of a cron job that forbids overlap (see
     /// [`crate::cron_client`]).
     Cron,
+    /// A holder of a semaphore with fewer permits than holders (see
+    /// [`crate::sem_client`]).
+    Semaphore,
 }
 
 impl Workload {
@@ -48,6 +51,7 @@ impl Workload {
             Workload::RwWriter => "rw-writer",
             Workload::RwReader => "rw-reader",
             Workload::Cron => "cron",
+            Workload::Semaphore => "semaphore",
         }
     }
 
@@ -61,6 +65,7 @@ impl Workload {
             Workload::RwWriter,
             Workload::RwReader,
             Workload::Cron,
+            Workload::Semaphore,
         ]
         .into_iter()
         .find(|w| w.name() == text)
@@ -69,14 +74,13 @@ impl Workload {
     /// The register this workload writes.
     pub async fn register(self, dir: &Path) -> lockward::Result<Arc<dyn FencedResource>> {
         Ok(match self {
-            Workload::Fenced
-            | Workload::Election
-            | Workload::RwWriter
-            | Workload::RwReader
-            | Workload::Cron => {
+            Workload::Fenced | Workload::Election | Workload::RwWriter | Workload::RwReader => {
                 Arc::new(SqliteRegister::open(&dir.join("registers.db"), "registers").await?)
             }
-            Workload::Unfenced | Workload::Mutant => Arc::new(PlainRegister::new(dir)),
+            // Cron and Semaphore write none; a plain one costs nothing.
+            Workload::Unfenced | Workload::Mutant | Workload::Cron | Workload::Semaphore => {
+                Arc::new(PlainRegister::new(dir))
+            }
         })
     }
 }
@@ -117,14 +121,27 @@ pub async fn run(
             Err(e) => return Err(e.to_string()),
         }
     };
-    let register = workload.register(dir).await.map_err(|e| e.to_string())?;
     let wdir = dir.join(workload.name());
     std::fs::create_dir_all(&wdir).map_err(|e| e.to_string())?;
     let mut rec =
         Recorder::open(&wdir.join(format!("client-{index}.jsonl"))).map_err(|e| e.to_string())?;
+    // These two write no register: they do not open the shared SQLite
+    // file, which every other client opens at the same moment.
     if workload == Workload::Cron {
         return crate::cron_client::run(&store, index, dir, &mut rec, until).await;
     }
+    if workload == Workload::Semaphore {
+        return crate::sem_client::run(&store, index, dir, &mut rec, until).await;
+    }
+    // Every client opens the shared SQLite file at once: one may find it
+    // busy (switching it to WAL) and tries again, as for the store.
+    let register = loop {
+        match workload.register(dir).await {
+            Ok(r) => break r,
+            Err(_) if mono_ns() < until => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => return Err(e.to_string()),
+        }
+    };
     if matches!(workload, Workload::RwWriter | Workload::RwReader) {
         let writer = workload == Workload::RwWriter;
         return crate::rw_client::run(

@@ -1,7 +1,8 @@
 //! lockward's chaos harness: client processes read-modify-write a shared
 //! register under a lock (fenced, unfenced as a positive control, and as
-//! an elected leader), readers and writers share a read-write lock, and
-//! instances of a cron job forbid overlapping executions,
+//! an elected leader), readers and writers share a read-write lock,
+//! instances of a cron job forbid overlapping executions, and more holders
+//! than permits share a semaphore,
 //! while the harness pauses clients past their TTL,
 //! kills and restarts servers, cuts connections through its own TCP proxy
 //! and jumps server clocks; a checker then judges the history.
@@ -19,4 +20,6 @@ pub mod report;
 pub mod run;
 pub mod rw_check;
 pub mod rw_client;
+pub mod sem_check;
+pub mod sem_client;
 pub mod target;

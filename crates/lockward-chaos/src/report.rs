@@ -67,6 +67,14 @@ pub struct Report {
     /// Pairs that ran at once after a fault ended every lease early (a
     /// restart without persistence, a server clock jump).
     pub cron_overlaps_excused: u64,
+    /// Permits granted in the semaphore workload.
+    pub sem_holds: u64,
+    /// The most holders of the semaphore at once, within their leases.
+    pub sem_most_at_once: u64,
+    /// I9: holds granted while every permit was held: must be 0.
+    pub sem_over_permits: u64,
+    /// Such holds after a fault ended every lease early.
+    pub sem_over_excused: u64,
     /// The longest a client wrote after its lease's local deadline, ms.
     pub acted_after_deadline_ms: u64,
     /// `passed`, `failed` or `unjudged`.
@@ -110,6 +118,12 @@ pub fn judge(report: &mut Report, fenced: &Findings, election: &Findings, contro
         reasons.push(format!(
             "I8: {} pairs of cron executions ran at once within their leases",
             report.cron_overlaps
+        ));
+    }
+    if report.sem_over_permits > 0 {
+        reasons.push(format!(
+            "I9: {} permits granted while every permit was held within its lease",
+            report.sem_over_permits
         ));
     }
     if report.recovery_ms_max > report.recovery_budget_ms {
@@ -202,6 +216,14 @@ pub fn table(r: &Report) -> String {
         format!(
             "{} / {} ({})",
             r.cron_executions, r.cron_overlaps, r.cron_overlaps_excused
+        ),
+    );
+    line(
+        &mut out,
+        "semaphore: holds / most at once / over the permits (excused)",
+        format!(
+            "{} / {} / {} ({})",
+            r.sem_holds, r.sem_most_at_once, r.sem_over_permits, r.sem_over_excused
         ),
     );
     line(

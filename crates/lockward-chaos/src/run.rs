@@ -12,6 +12,7 @@ use crate::cron_check::check_cron;
 use crate::history::{self, mono_ns, Kind};
 use crate::report::{judge, Report};
 use crate::rw_check::check_rw;
+use crate::sem_check::check_sem;
 use crate::target::{wait_stopped, FaultKind, FaultRecord, Target};
 
 /// How a run is set up.
@@ -37,6 +38,7 @@ const CLIENTS: &[(Workload, u32)] = &[
     (Workload::RwWriter, 2),
     (Workload::RwReader, 2),
     (Workload::Cron, 3),
+    (Workload::Semaphore, 4),
 ];
 
 /// Runs `config` and returns its report.
@@ -103,9 +105,9 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
             // The control first (its anomalies show the faults bite); for
             // the mutant, the fenced workload first.
             let order = if config.mutant {
-                [0, 1, 2, 3, 4, 5]
+                [0, 1, 2, 3, 4, 5, 6]
             } else {
-                [1, 0, 2, 3, 4, 5]
+                [1, 0, 2, 3, 4, 5, 6]
             };
             let turn = order[pauses % CLIENTS.len()];
             pauses += 1;
@@ -215,9 +217,14 @@ async fn report(
     let mut findings: BTreeMap<&str, (Findings, Vec<history::Op>)> = BTreeMap::new();
     let mut rw_ops = Vec::new();
     let mut cron_ops = Vec::new();
+    let mut sem_ops = Vec::new();
     for &(workload, _) in CLIENTS {
         if workload == Workload::Cron {
             cron_ops = history::load(&dir.join(workload.name()));
+            continue;
+        }
+        if workload == Workload::Semaphore {
+            sem_ops = history::load(&dir.join(workload.name()));
             continue;
         }
         if matches!(workload, Workload::RwWriter | Workload::RwReader) {
@@ -253,6 +260,7 @@ async fn report(
         .collect();
     let rw = check_rw(&rw_ops, &forgotten);
     let cron = check_cron(&cron_ops, &forgotten);
+    let sem = check_sem(&sem_ops, u64::from(crate::sem_client::PERMITS), &forgotten);
     let get = |k: &str| findings.get(k).map(|(f, _)| f.clone()).unwrap_or_default();
     let (fenced, election, control) = (get("fenced"), get("election"), get("control"));
     // I6: from each fault's healing to the next successful acquisition.
@@ -310,6 +318,10 @@ async fn report(
         cron_executions: cron.executions,
         cron_overlaps: cron.overlaps,
         cron_overlaps_excused: cron.excused,
+        sem_holds: sem.holds,
+        sem_most_at_once: sem.most,
+        sem_over_permits: sem.over,
+        sem_over_excused: sem.excused,
         acted_after_deadline_ms: fenced
             .acted_after_deadline_ns
             .max(control.acted_after_deadline_ns)

@@ -20,10 +20,11 @@ fn config(backend: &str, seconds: u64, mutant: bool) -> RunConfig {
 
 fn summary(r: &Report) -> String {
     format!(
-        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; recovery max {} ms; faults {:?}",
+        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; semaphore holds {} most {} over {} excused {}; recovery max {} ms; faults {:?}",
         r.backend, r.seed, r.verdict, r.reasons, r.stale_accepted, r.stale_rejected, r.lost_updates,
         r.order_violations, r.unfenced_overlaps, r.unfenced_lost_updates, r.rw_reads, r.rw_torn_reads,
-        r.rw_torn_excused, r.cron_executions, r.cron_overlaps, r.recovery_ms_max, r.faults
+        r.rw_torn_excused, r.cron_executions, r.cron_overlaps, r.sem_holds, r.sem_most_at_once,
+        r.sem_over_permits, r.sem_over_excused, r.recovery_ms_max, r.faults
     )
 }
 
@@ -47,6 +48,8 @@ async fn every_backend_keeps_its_invariants_under_faults() {
             summary(&report)
         );
         assert_eq!(report.cron_overlaps, 0, "I8: {}", summary(&report));
+        assert!(report.sem_holds > 0, "no permit: {}", summary(&report));
+        assert_eq!(report.sem_over_permits, 0, "I9: {}", summary(&report));
         let target = lockward_chaos::target::Target::kinds(backend);
         for kind in target
             .iter()

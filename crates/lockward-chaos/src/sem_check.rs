@@ -1,0 +1,105 @@
+//! I9, judged from the semaphore workload's history: never more holders at
+//! once than the semaphore has permits, counting each hold from its grant
+//! to the start of its release and only before its lease's local deadline
+//! (a holder paused past its deadline has no claim after it). A crowd is
+//! excused when a fault ended every lease early while its holds began (a
+//! restart without persistence, a server clock jumped forward: one of
+//! `forgotten`).
+
+use crate::history::{Kind, Op, Outcome};
+
+/// What the checker found in the semaphore workload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SemFindings {
+    /// Holds granted.
+    pub holds: u64,
+    /// The most holders at once, within their leases.
+    pub most: u64,
+    /// Holds that began with every permit already held: must be 0.
+    pub over: u64,
+    /// The same, after a fault ended every lease early.
+    pub excused: u64,
+}
+
+/// Judges `ops` (every holder's) against `permits`; `forgotten`: when a
+/// fault ended every lease early (ns on the monotonic clock).
+pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64]) -> SemFindings {
+    let mut f = SemFindings::default();
+    // (from, to) of each hold, cut at its deadline.
+    let mut holds: Vec<(u64, u64)> = Vec::new();
+    for grant in ops
+        .iter()
+        .filter(|o| o.kind == Kind::Acquire && o.outcome == Outcome::Ok)
+    {
+        f.holds += 1;
+        let end = ops
+            .iter()
+            .filter(|o| o.kind == Kind::Release && o.client == grant.client)
+            .filter(|o| o.fence == grant.fence && o.start >= grant.end)
+            .map(|o| o.start)
+            .min()
+            .unwrap_or(u64::MAX);
+        let to = end.min(grant.value);
+        if to > grant.end {
+            holds.push((grant.end, to));
+        }
+    }
+    holds.sort();
+    for (i, &(from, _)) in holds.iter().enumerate() {
+        // Every hold live when this one began, itself included.
+        let live: Vec<&(u64, u64)> = holds[..=i].iter().filter(|h| h.1 > from).collect();
+        let n = live.len() as u64;
+        f.most = f.most.max(n);
+        if n > permits {
+            let first = live.iter().map(|h| h.0).min().unwrap_or(from);
+            if forgotten.iter().any(|t| (first..=from).contains(t)) {
+                f.excused += 1;
+            } else {
+                f.over += 1;
+            }
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64) -> Op {
+        Op {
+            client,
+            kind,
+            outcome: Outcome::Ok,
+            fence,
+            start,
+            end,
+            value,
+            seen: 0,
+        }
+    }
+
+    #[test]
+    fn holds_within_the_permits_pass_and_a_crowd_is_found() {
+        let two = vec![
+            op(0, Kind::Acquire, 1, 0, 10, 1_000),
+            op(1, Kind::Acquire, 2, 0, 20, 1_000),
+            op(0, Kind::Release, 1, 500, 510, 0),
+            op(2, Kind::Acquire, 3, 505, 520, 2_000),
+            op(1, Kind::Release, 2, 600, 610, 0),
+            op(2, Kind::Release, 3, 900, 910, 0),
+        ];
+        let f = check_sem(&two, 2, &[]);
+        assert_eq!((f.holds, f.most, f.over), (3, 2, 0));
+        let mut crowd = two.clone();
+        crowd[2].start = 700; // the first holds on past the third's grant
+        let f = check_sem(&crowd, 2, &[]);
+        assert_eq!((f.most, f.over), (3, 1));
+        // The store forgot the holds before the third was granted.
+        let forgot = check_sem(&crowd, 2, &[300]);
+        assert_eq!((forgot.over, forgot.excused), (0, 1));
+        // Past its deadline (400) the first no longer counts.
+        crowd[0].value = 400;
+        assert_eq!(check_sem(&crowd, 2, &[]).over, 0);
+    }
+}
