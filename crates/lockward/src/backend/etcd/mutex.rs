@@ -6,13 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use etcd_client::{
-    Client, Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    TxnOpResponse,
-};
+use etcd_client::{Client, GetOptions, SortOrder, SortTarget};
 
 use super::keys;
-use super::queue::Entered;
 use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, PermitBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
@@ -49,7 +45,7 @@ pub(super) struct Held {
 /// there is one, else the owner id. A holder with a lock-delay stores its
 /// owner id, label or not: the id's mark tells a forced unlock from
 /// elsewhere to hold the name back.
-fn contender_value(req: &Request<'_>) -> String {
+pub(super) fn contender_value(req: &Request<'_>) -> String {
     match req.label {
         Some(label) if !req.owner.has_lock_delay() => label.to_string(),
         _ => req.owner.to_string(),
@@ -94,7 +90,7 @@ impl Contender<'_> {
     }
 
     /// We hold the lock: stop the waiting keep-alive, keep the lease.
-    fn keep(mut self, ttl: Duration) -> Held {
+    pub(super) fn keep(mut self, ttl: Duration) -> Held {
         if let Some(task) = self.keepalive.take() {
             task.abort();
         }
@@ -136,94 +132,6 @@ pub(super) fn lease_seconds(ttl: Duration) -> i64 {
 impl EtcdBackend {
     pub(super) fn leases(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Held>> {
         self.leases.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Grants a lease and puts our contender key if absent; returns it with
-    /// the create revision of the first key in the line (the holder's).
-    /// The contender holds: its lease is kept as the holder's. The lease
-    /// aged while it waited: the local deadline counts from its last
-    /// acknowledged refresh, which the keep-alive kept within TTL/3.
-    pub(super) fn take(&self, req: &Request<'_>, contender: Contender<'_>) -> Grant {
-        let granted_at = *contender
-            .refreshed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let fence = contender.revision as u64;
-        let held = contender.keep(req.ttl);
-        self.leases().insert((req.name.clone(), req.owner), held);
-        Grant {
-            fence,
-            started: granted_at,
-        }
-    }
-
-    pub(super) async fn enter(&self, req: &Request<'_>) -> Result<Entered<'_>> {
-        let prefix = keys::lock_prefix(&self.prefix, req.name);
-        let readers = keys::readers_prefix(&self.prefix, req.name);
-        let reading = req.kind == Kind::Reader;
-        let granted_from = Instant::now();
-        let lease = self.grant(req.ttl).await?;
-        let key = keys::contender_key(if reading { &readers } else { &prefix }, lease);
-        let mut contender = Contender {
-            backend: self,
-            lease,
-            key: key.clone(),
-            revision: 0,
-            refreshed: Arc::new(Mutex::new(granted_from)),
-            keepalive: None,
-        };
-        // A reader stores its owner id, whatever its label: it is no
-        // election proposal.
-        let value = if reading {
-            req.owner.to_string()
-        } else {
-            contender_value(req)
-        };
-        let first = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1)
-            .with_keys_only();
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([
-                TxnOp::put(
-                    key.clone(),
-                    value,
-                    Some(PutOptions::new().with_lease(lease)),
-                ),
-                TxnOp::get(prefix.clone(), Some(first.clone())),
-                TxnOp::get(readers.clone(), Some(first.clone())),
-            ])
-            .or_else([
-                TxnOp::get(key.clone(), None),
-                TxnOp::get(prefix.clone(), Some(first.clone())),
-                TxnOp::get(readers.clone(), Some(first)),
-            ]);
-        let resp = self
-            .call(|mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await?;
-        let responses = resp.op_responses();
-        let first_of = |i: usize| match responses.get(i) {
-            Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
-            _ => None,
-        };
-        contender.revision = if resp.succeeded() {
-            resp.header().map(|h| h.revision()).unwrap_or(0)
-        } else {
-            first_of(0).unwrap_or(0)
-        };
-        if contender.revision <= 0 {
-            return Err(self.protocol("the contender key was not created"));
-        }
-        Ok(Entered {
-            first_writer: first_of(1),
-            first_reader: first_of(2),
-            contender,
-        })
     }
 
     /// A new lease of ⌈`ttl`⌉ seconds.

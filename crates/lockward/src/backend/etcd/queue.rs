@@ -1,13 +1,19 @@
-//! The line of contenders on one etcd lock: a contender's place (the key
-//! created just before its own), and waiting for that predecessor's delete
-//! with the contender's lease kept alive.
+//! The line of contenders on one etcd lock: entering it, a contender's
+//! place (the key created just before its own), waiting for that
+//! predecessor's delete with the contender's lease kept alive, and taking
+//! the lock.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
+use etcd_client::{
+    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse, WatchOptions,
+};
 
-use super::mutex::{Contender, EtcdBackend, Place, Wait, WATCH_SAFETY_NET};
-use crate::backend::Kind;
+use super::keys;
+use super::mutex::{contender_value, Contender, EtcdBackend, Place, Wait, WATCH_SAFETY_NET};
+use crate::backend::{Grant, Kind, Request};
 use crate::error::Result;
 
 /// A contender that joined a line: its key, and the oldest keys of the
@@ -41,6 +47,95 @@ impl Entered<'_> {
 }
 
 impl EtcdBackend {
+    /// The contender holds: its lease is kept as the holder's. The lease
+    /// aged while it waited: the local deadline counts from its last
+    /// acknowledged refresh, which the keep-alive kept within TTL/3.
+    pub(super) fn take(&self, req: &Request<'_>, contender: Contender<'_>) -> Grant {
+        let granted_at = *contender
+            .refreshed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let fence = contender.revision as u64;
+        let held = contender.keep(req.ttl);
+        self.leases().insert((req.name.clone(), req.owner), held);
+        Grant {
+            fence,
+            started: granted_at,
+        }
+    }
+
+    /// Grants a lease and puts our contender key if absent (a reader's
+    /// beside the line, see `readers.rs`); returns it with the oldest keys
+    /// of the writers and the readers, read in the same transaction.
+    pub(super) async fn enter(&self, req: &Request<'_>) -> Result<Entered<'_>> {
+        let prefix = keys::lock_prefix(&self.prefix, req.name);
+        let readers = keys::readers_prefix(&self.prefix, req.name);
+        let reading = req.kind == Kind::Reader;
+        let granted_from = Instant::now();
+        let lease = self.grant(req.ttl).await?;
+        let key = keys::contender_key(if reading { &readers } else { &prefix }, lease);
+        let mut contender = Contender {
+            backend: self,
+            lease,
+            key: key.clone(),
+            revision: 0,
+            refreshed: Arc::new(Mutex::new(granted_from)),
+            keepalive: None,
+        };
+        // A reader stores its owner id, whatever its label: it is no
+        // election proposal.
+        let value = if reading {
+            req.owner.to_string()
+        } else {
+            contender_value(req)
+        };
+        let first = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1)
+            .with_keys_only();
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([
+                TxnOp::put(
+                    key.clone(),
+                    value,
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::get(prefix.clone(), Some(first.clone())),
+                TxnOp::get(readers.clone(), Some(first.clone())),
+            ])
+            .or_else([
+                TxnOp::get(key.clone(), None),
+                TxnOp::get(prefix.clone(), Some(first.clone())),
+                TxnOp::get(readers.clone(), Some(first)),
+            ]);
+        let resp = self
+            .call(|mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await?;
+        let responses = resp.op_responses();
+        let first_of = |i: usize| match responses.get(i) {
+            Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.create_revision()),
+            _ => None,
+        };
+        contender.revision = if resp.succeeded() {
+            resp.header().map(|h| h.revision()).unwrap_or(0)
+        } else {
+            first_of(0).unwrap_or(0)
+        };
+        if contender.revision <= 0 {
+            return Err(self.protocol("the contender key was not created"));
+        }
+        Ok(Entered {
+            first_writer: first_of(1),
+            first_reader: first_of(2),
+            contender,
+        })
+    }
+
     /// Keeps the contender's lease alive every `every` until aborted,
     /// recording each acknowledged refresh.
     pub(super) fn keep_alive_while_waiting(
