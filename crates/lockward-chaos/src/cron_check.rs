@@ -9,7 +9,7 @@
 //! persistence, a server clock jumped forward: one of `forgotten`); only
 //! fences protect across that.
 
-use crate::history::{Kind, Op, Outcome};
+use crate::history::{held_spans, Op};
 
 /// What the checker found in the cron workload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,27 +25,11 @@ pub struct CronFindings {
 /// Judges `ops` (every instance's); `forgotten`: when a fault ended every
 /// lease early (ns on the monotonic clock).
 pub fn check_cron(ops: &[Op], forgotten: &[u64]) -> CronFindings {
-    let mut f = CronFindings::default();
-    // (from, to) of each execution, cut at its deadline.
-    let mut runs: Vec<(u64, u64, u32)> = Vec::new();
-    for grant in ops
-        .iter()
-        .filter(|o| o.kind == Kind::Acquire && o.outcome == Outcome::Ok)
-    {
-        f.executions += 1;
-        let end = ops
-            .iter()
-            .filter(|o| o.kind == Kind::Release && o.client == grant.client)
-            .filter(|o| o.fence == grant.fence && o.start >= grant.end)
-            .map(|o| o.start)
-            .min()
-            .unwrap_or(u64::MAX);
-        let to = end.min(grant.value);
-        if to > grant.end {
-            runs.push((grant.end, to, grant.client));
-        }
-    }
-    runs.sort();
+    let (executions, runs) = held_spans(ops);
+    let mut f = CronFindings {
+        executions,
+        ..CronFindings::default()
+    };
     for (i, a) in runs.iter().enumerate() {
         for b in &runs[i + 1..] {
             if b.0 >= a.1 {
@@ -64,19 +48,7 @@ pub fn check_cron(ops: &[Op], forgotten: &[u64]) -> CronFindings {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64) -> Op {
-        Op {
-            client,
-            kind,
-            outcome: Outcome::Ok,
-            fence,
-            start,
-            end,
-            value,
-            seen: 0,
-        }
-    }
+    use crate::history::{ok_op as op, Kind};
 
     #[test]
     fn executions_one_after_another_pass_and_overlaps_are_found() {

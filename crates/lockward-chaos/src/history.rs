@@ -7,6 +7,49 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+/// The holds of a workload whose grants record their lease's local
+/// deadline as `value` (cron, semaphore): how many were granted, and each
+/// one's span `(from, to, client)` from its grant to the start of its
+/// release, cut at its deadline (after it, the holder has no claim).
+pub fn held_spans(ops: &[Op]) -> (u64, Vec<(u64, u64, u32)>) {
+    let mut granted = 0;
+    let mut spans = Vec::new();
+    for grant in ops
+        .iter()
+        .filter(|o| o.kind == Kind::Acquire && o.outcome == Outcome::Ok)
+    {
+        granted += 1;
+        let end = ops
+            .iter()
+            .filter(|o| o.kind == Kind::Release && o.client == grant.client)
+            .filter(|o| o.fence == grant.fence && o.start >= grant.end)
+            .map(|o| o.start)
+            .min()
+            .unwrap_or(u64::MAX);
+        let to = end.min(grant.value);
+        if to > grant.end {
+            spans.push((grant.end, to, grant.client));
+        }
+    }
+    spans.sort();
+    (granted, spans)
+}
+
+/// An operation that went through, for the checkers' tests.
+#[cfg(test)]
+pub(crate) fn ok_op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64) -> Op {
+    Op {
+        client,
+        kind,
+        outcome: Outcome::Ok,
+        fence,
+        start,
+        end,
+        value,
+        seen: 0,
+    }
+}
+
 /// Nanoseconds on `CLOCK_MONOTONIC`, comparable across the host's processes.
 pub fn mono_ns() -> u64 {
     let mut ts = libc::timespec {

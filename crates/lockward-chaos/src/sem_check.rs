@@ -6,7 +6,7 @@
 //! restart without persistence, a server clock jumped forward: one of
 //! `forgotten`).
 
-use crate::history::{Kind, Op, Outcome};
+use crate::history::{held_spans, Op};
 
 /// What the checker found in the semaphore workload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,30 +24,14 @@ pub struct SemFindings {
 /// Judges `ops` (every holder's) against `permits`; `forgotten`: when a
 /// fault ended every lease early (ns on the monotonic clock).
 pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64]) -> SemFindings {
-    let mut f = SemFindings::default();
-    // (from, to) of each hold, cut at its deadline.
-    let mut holds: Vec<(u64, u64)> = Vec::new();
-    for grant in ops
-        .iter()
-        .filter(|o| o.kind == Kind::Acquire && o.outcome == Outcome::Ok)
-    {
-        f.holds += 1;
-        let end = ops
-            .iter()
-            .filter(|o| o.kind == Kind::Release && o.client == grant.client)
-            .filter(|o| o.fence == grant.fence && o.start >= grant.end)
-            .map(|o| o.start)
-            .min()
-            .unwrap_or(u64::MAX);
-        let to = end.min(grant.value);
-        if to > grant.end {
-            holds.push((grant.end, to));
-        }
-    }
-    holds.sort();
-    for (i, &(from, _)) in holds.iter().enumerate() {
+    let (holds, spans) = held_spans(ops);
+    let mut f = SemFindings {
+        holds,
+        ..SemFindings::default()
+    };
+    for (i, &(from, ..)) in spans.iter().enumerate() {
         // Every hold live when this one began, itself included.
-        let live: Vec<&(u64, u64)> = holds[..=i].iter().filter(|h| h.1 > from).collect();
+        let live: Vec<&(u64, u64, u32)> = spans[..=i].iter().filter(|h| h.1 > from).collect();
         let n = live.len() as u64;
         f.most = f.most.max(n);
         if n > permits {
@@ -65,19 +49,7 @@ pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64]) -> SemFindings {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64) -> Op {
-        Op {
-            client,
-            kind,
-            outcome: Outcome::Ok,
-            fence,
-            start,
-            end,
-            value,
-            seen: 0,
-        }
-    }
+    use crate::history::{ok_op as op, Kind};
 
     #[test]
     fn holds_within_the_permits_pass_and_a_crowd_is_found() {

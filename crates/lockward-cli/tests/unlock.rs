@@ -60,11 +60,7 @@ fn a_forced_unlock_stops_the_holders_command_on_every_store() {
             continue;
         }
         assert!(forced.status.success(), "{url}: {forced:?}");
-        let status = common::wait_exit(&mut holder.0, Duration::from_secs(8));
-        assert_eq!(status.code(), Some(76), "{url}");
-        let mut stderr = String::new();
-        std::io::Read::read_to_string(&mut holder.0.stderr.take().unwrap(), &mut stderr).unwrap();
-        assert!(stderr.contains("forced unlock"), "{url}: {stderr}");
+        stopped_by_the_unlock(&mut holder, url);
 
         let next = Command::new(lockward())
             .args(["--store", url, "run", "stuck-job", "--no-wait", "--"])
@@ -129,6 +125,11 @@ fn ends_a_semaphore_holder(url: &str) {
         .to_string();
     let forced = unlock(url, &[&row, "--force", "--yes"]);
     assert!(forced.status.success(), "{url}: {forced:?}");
+    stopped_by_the_unlock(&mut holder, url);
+}
+
+/// The holder's command was stopped: exit 76, saying why.
+fn stopped_by_the_unlock(holder: &mut KillOnDrop, url: &str) {
     let status = common::wait_exit(&mut holder.0, Duration::from_secs(8));
     assert_eq!(status.code(), Some(76), "{url}");
     let mut stderr = String::new();
