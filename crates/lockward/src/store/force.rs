@@ -76,10 +76,13 @@ impl Store {
                 format!("it describes {:?}, not {:?}", holder.name, name.as_str()),
             ));
         }
-        // A holder of a semaphore the store keeps: its guard is named after
-        // the semaphore, and so is the trace it looks for.
+        // A holder of a semaphore the store keeps (a plain lock may have a
+        // name of that shape too: the row must exist): its guard is named
+        // after the semaphore, and so is the trace it looks for.
         let semaphore = match crate::backend::split_holder_row(name.as_str()) {
-            Some((semaphore, _)) if self.backend.permits().is_some() => Some(Name::new(semaphore)?),
+            Some((semaphore, _)) if self.permit_holder(&name).await?.is_some() => {
+                Some(Name::new(semaphore)?)
+            }
             _ => None,
         };
         // Written first, so that the holder refused at its next renewal

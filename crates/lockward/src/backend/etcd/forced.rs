@@ -55,7 +55,7 @@ impl EtcdBackend {
     }
 
     /// Moves the holder's key onto a new lease of the time its own had
-    /// left; the key keeps its create revision, so it stays first in line
+    /// left (rounded up); the key keeps its create revision, so it stays first in line
     /// and the waiters behind it wait for its deletion as before. The
     /// holder's renewal checks that its key is still on its lease, so it
     /// learns at its next one.
@@ -74,7 +74,9 @@ impl EtcdBackend {
         if left <= 0 {
             return Err(not_owner(name));
         }
-        let placeholder = self.grant(Duration::from_secs(left as u64)).await?;
+        // etcd reports the whole seconds left, rounded down: one more, so
+        // that the placeholder never ends before the holder's lease would.
+        let placeholder = self.grant(Duration::from_secs(left as u64 + 1)).await?;
         let key = first.key().to_vec();
         let txn = Txn::new()
             .when([

@@ -104,4 +104,14 @@ pub async fn forced_unlock_ends_a_semaphore_holder(f: &dyn Fixture) {
     assert!(matches!(again, Err(Error::NotOwner { .. })), "{again:?}");
     next.release().await.unwrap();
     other.release().await.unwrap();
+
+    // A plain lock whose name has the shape of a holder's row is a lock.
+    let odd = format!("{name}-lock#permit/x");
+    let plain = f.store().await.try_acquire(&odd, &renewed()).await.unwrap();
+    let held = operator.inspect(&odd).await.unwrap().expect("held");
+    assert_eq!(held.fence, Some(plain.fence()), "{held:?}");
+    assert_eq!(operator.force_unlock(&odd, &held).await.unwrap(), None);
+    let after = operator.try_acquire(&odd, &renewed()).await;
+    assert!(after.is_ok(), "not freed: {after:?}");
+    after.unwrap().release().await.unwrap();
 }
