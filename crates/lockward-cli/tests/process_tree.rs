@@ -108,8 +108,9 @@ fn a_frozen_lockward_loses_its_tree_by_the_local_deadline() {
     let stopped_ns = now_ns();
     let second = Command::new(lockward())
         .args(["--store", &url, "run", "frozen", "--wait", "10s", "--"])
-        .args(["sh", "-c", r#"date +%s%N > "$1/second""#, "sh"])
+        .args(["sh", "-c", SECOND_SEES_THE_TREE, "sh"])
         .arg(d)
+        .args([child.to_string(), daemon.to_string()])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -139,12 +140,15 @@ fn a_frozen_lockward_loses_its_tree_by_the_local_deadline() {
     let second_at: u128 = wait_for_file(&d.join("second"), Duration::from_secs(1))
         .parse()
         .unwrap();
+    // What the second instance's command saw when it started, rather than
+    // when this test's polling noticed the tree gone (polling can be late).
+    let running = std::fs::read_to_string(d.join("running")).unwrap_or_default();
     assert!(
-        second_at >= gone_ns,
-        "the second instance ran {} ms before the tree was gone",
-        (gone_ns - second_at) / 1_000_000
+        running.trim().is_empty(),
+        "the second instance started while the tree still ran: {running}"
     );
     assert!(second_at > stopped_ns);
+    assert!(second_at <= gone_ns + 1_000_000_000);
     signal(first.0.id(), libc::SIGCONT);
     let status = common::wait_exit(&mut first.0, Duration::from_secs(10));
     assert_eq!(
@@ -153,6 +157,10 @@ fn a_frozen_lockward_loses_its_tree_by_the_local_deadline() {
         "the resumed lockward reports the loss"
     );
 }
+
+/// CMD of the second instance: its start time in `DIR/second`, and in
+/// `DIR/running` every pid given after DIR that still runs (not a zombie).
+const SECOND_SEES_THE_TREE: &str = r#"date +%s%N > "$1/second"; d=$1; shift; for p in "$@"; do if [ -r "/proc/$p/stat" ] && ! grep -q ') Z' "/proc/$p/stat"; then echo "$p" >> "$d/running"; fi; done"#;
 
 /// CMD for the keeper tests: a foreground child in its group, a background
 /// child and a `setsid` grandchild; every pid (CMD's too) in `DIR/NAME`.
