@@ -6,6 +6,17 @@ cd "$(dirname "$0")/.."
 
 scripts/install-test-deps.sh
 
+# The test servers' data folders outlive the test binaries that keep their
+# servers in statics (the testkit sweeps them when it next starts a server):
+# at the end, remove every one whose owning process has ended.
+sweep_server_folders() {
+    for dir in "${TMPDIR:-/tmp}"/lockward-testkit/*-*; do
+        name="${dir##*/}"
+        [ -e "/proc/${name%%-*}" ] || rm -rf "$dir"
+    done
+}
+trap sweep_server_folders EXIT
+
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo fmt --all -- --check
 # The testkit's Go (kube-apiserver's build and client-go's elector).

@@ -12,7 +12,7 @@ use crate::cron_check::check_cron;
 use crate::history::{self, mono_ns, Kind};
 use crate::report::{judge, Report};
 use crate::rw_check::check_rw;
-use crate::sem_check::check_sem;
+use crate::sem_check::{check_sem, Ended};
 use crate::target::{wait_stopped, FaultKind, FaultRecord, Target};
 
 /// How a run is set up.
@@ -197,6 +197,7 @@ async fn pause(client: &Child, hold: Duration) -> FaultRecord {
         start,
         healed: mono_ns(),
         proof: format!("client pid {pid} stopped for {hold:?}; /proc state T seen: {stopped}"),
+        ended_permits: Vec::new(),
     }
 }
 
@@ -260,7 +261,22 @@ async fn report(
         .collect();
     let rw = check_rw(&rw_ops, &forgotten);
     let cron = check_cron(&cron_ops, &forgotten);
-    let sem = check_sem(&sem_ops, u64::from(crate::sem_client::PERMITS), &forgotten);
+    let ended: Vec<Ended> = log
+        .iter()
+        .flat_map(|f| {
+            f.ended_permits.iter().map(|&fence| Ended {
+                fence,
+                from: f.start,
+                to: f.healed,
+            })
+        })
+        .collect();
+    let sem = check_sem(
+        &sem_ops,
+        u64::from(crate::sem_client::PERMITS),
+        &forgotten,
+        &ended,
+    );
     let get = |k: &str| findings.get(k).map(|(f, _)| f.clone()).unwrap_or_default();
     let (fenced, election, control) = (get("fenced"), get("election"), get("control"));
     // I6: from each fault's healing to the next successful acquisition.

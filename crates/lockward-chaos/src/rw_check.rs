@@ -86,14 +86,8 @@ mod tests {
 
     fn op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64, seen: u64) -> Op {
         Op {
-            client,
-            kind,
-            outcome: Outcome::Ok,
-            fence,
-            start,
-            end,
-            value,
             seen,
+            ..crate::history::ok_op(client, kind, fence, start, end, value)
         }
     }
 

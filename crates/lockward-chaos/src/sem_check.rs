@@ -4,9 +4,10 @@
 //! (a holder paused past its deadline has no claim after it). A crowd is
 //! excused when a fault ended every lease early while its holds began (a
 //! restart without persistence, a server clock jumped forward: one of
-//! `forgotten`).
+//! `forgotten`). A holder an operator ended (a forced unlock) holds until
+//! the unlock began: its permit is free from then, by design.
 
-use crate::history::{held_spans, Op};
+use crate::history::{held_spans, Kind, Op, Outcome};
 
 /// What the checker found in the semaphore workload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,10 +22,34 @@ pub struct SemFindings {
     pub excused: u64,
 }
 
+/// A holder an operator ended: its row's fence, and when the unlock began
+/// and returned (ns on the monotonic clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// The fence its row showed.
+    pub fence: u64,
+    /// When the forced unlock began.
+    pub from: u64,
+    /// When it returned.
+    pub to: u64,
+}
+
 /// Judges `ops` (every holder's) against `permits`; `forgotten`: when a
-/// fault ended every lease early (ns on the monotonic clock).
-pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64]) -> SemFindings {
-    let (holds, spans) = held_spans(ops);
+/// fault ended every lease early (ns on the monotonic clock); `ended`: the
+/// holders forced unlocks ended.
+pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64], ended: &[Ended]) -> SemFindings {
+    let cut: Vec<Op> = ops
+        .iter()
+        .map(|o| match ended_at(o, ended) {
+            // A grant's `value` is its deadline: the hold ends there.
+            Some(at) => Op {
+                value: o.value.min(at),
+                ..o.clone()
+            },
+            None => o.clone(),
+        })
+        .collect();
+    let (holds, spans) = held_spans(&cut);
     let mut f = SemFindings {
         holds,
         ..SemFindings::default()
@@ -46,10 +71,26 @@ pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64]) -> SemFindings {
     f
 }
 
+/// When an operator ended `grant`'s hold: the start of a forced unlock of
+/// its fence that began before the unlock returned. Fences are unique per
+/// semaphore where the store keeps it, per slot in a ledger: there two
+/// holders live at once may share one, and both count as ended (the
+/// lenient side); one released before the unlock is not changed by it.
+fn ended_at(grant: &Op, ended: &[Ended]) -> Option<u64> {
+    if grant.kind != Kind::Acquire || grant.outcome != Outcome::Ok {
+        return None;
+    }
+    ended
+        .iter()
+        .filter(|e| e.fence == grant.fence && grant.start <= e.to)
+        .map(|e| e.from)
+        .min()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{ok_op as op, Kind};
+    use crate::history::ok_op as op;
 
     #[test]
     fn holds_within_the_permits_pass_and_a_crowd_is_found() {
@@ -61,17 +102,29 @@ mod tests {
             op(1, Kind::Release, 2, 600, 610, 0),
             op(2, Kind::Release, 3, 900, 910, 0),
         ];
-        let f = check_sem(&two, 2, &[]);
+        let f = check_sem(&two, 2, &[], &[]);
         assert_eq!((f.holds, f.most, f.over), (3, 2, 0));
         let mut crowd = two.clone();
         crowd[2].start = 700; // the first holds on past the third's grant
-        let f = check_sem(&crowd, 2, &[]);
+        let f = check_sem(&crowd, 2, &[], &[]);
         assert_eq!((f.most, f.over), (3, 1));
         // The store forgot the holds before the third was granted.
-        let forgot = check_sem(&crowd, 2, &[300]);
+        let forgot = check_sem(&crowd, 2, &[300], &[]);
         assert_eq!((forgot.over, forgot.excused), (0, 1));
+        // An operator ended the first (fence 1) before the third's grant.
+        let unlock = |fence, from| Ended {
+            fence,
+            from,
+            to: from + 5,
+        };
+        let ended = check_sem(&crowd, 2, &[], &[unlock(1, 400)]);
+        assert_eq!((ended.most, ended.over), (2, 0));
+        // ... but not an unlock after the crowd formed, nor one that
+        // returned before the crowding holder of its fence asked.
+        assert_eq!(check_sem(&crowd, 2, &[], &[unlock(1, 600)]).over, 1);
+        assert_eq!(check_sem(&crowd, 2, &[], &[unlock(3, 400)]).over, 1);
         // Past its deadline (400) the first no longer counts.
         crowd[0].value = 400;
-        assert_eq!(check_sem(&crowd, 2, &[]).over, 0);
+        assert_eq!(check_sem(&crowd, 2, &[], &[]).over, 0);
     }
 }

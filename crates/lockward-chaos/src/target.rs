@@ -46,8 +46,9 @@ pub enum FaultKind {
     KillLeader,
     /// A minority of the masters killed and restarted (no persistence).
     KillMinority,
-    /// The holders of the fenced, control and election locks ended by an
-    /// operator (`Store::force_unlock`) while they work.
+    /// The holders of the fenced, control and election locks, and one
+    /// semaphore holder, ended by an operator (`Store::force_unlock`) while
+    /// they work.
     ForcedUnlock,
 }
 
@@ -62,6 +63,9 @@ pub struct FaultRecord {
     pub healed: u64,
     /// What shows it happened.
     pub proof: String,
+    /// The fences of the semaphore holders a forced unlock ended (their
+    /// holds end there, by the operator's decision).
+    pub ended_permits: Vec<u64>,
 }
 
 enum Servers {
@@ -233,6 +237,7 @@ impl Target {
     /// how it went.
     pub async fn inflict(&mut self, kind: FaultKind, hold: Duration) -> FaultRecord {
         let start = crate::history::mono_ns();
+        let mut ended_permits = Vec::new();
         let proof = match kind {
             FaultKind::CutConnections | FaultKind::DelayConnections | FaultKind::Blackhole => {
                 let mode = match kind {
@@ -316,7 +321,11 @@ impl Target {
                 }
                 format!("masters {killed:?} (index, pid) killed with SIGKILL, restarted without their data after {hold:?}")
             }
-            FaultKind::ForcedUnlock => self.force_unlock().await,
+            FaultKind::ForcedUnlock => {
+                let (proof, fences) = self.force_unlock().await;
+                ended_permits = fences;
+                proof
+            }
             FaultKind::PauseClient => "paused by the run, not the target".into(),
         };
         FaultRecord {
@@ -324,17 +333,20 @@ impl Target {
             start,
             healed: crate::history::mono_ns(),
             proof,
+            ended_permits,
         }
     }
 
     /// Ends the current holders of the fenced (or mutant), control and
-    /// election locks, as an operator would with `lockward unlock --force`;
-    /// says whom. The read-write and cron locks are left alone: their
-    /// checks count overlaps, which a forced unlock causes by design.
-    async fn force_unlock(&self) -> String {
+    /// election locks and one semaphore holder (by its row in `status`),
+    /// as an operator would with `lockward unlock --force`; says whom, and
+    /// the semaphore holder's fence. The read-write and cron locks are left
+    /// alone: their checks count overlaps, which a forced unlock causes by
+    /// design (the semaphore's check ends the ended holder's hold here).
+    async fn force_unlock(&self) -> (String, Vec<u64>) {
         let store = match lockward::Store::open(&self.url).await {
             Ok(store) => store,
-            Err(e) => return format!("cannot open the store: {e}"),
+            Err(e) => return (format!("cannot open the store: {e}"), Vec::new()),
         };
         let mut ended = Vec::new();
         for name in [
@@ -353,7 +365,23 @@ impl Target {
             };
             ended.push(done.unwrap_or_else(|e| format!("{name}: {e}")));
         }
-        format!("forced unlock: {}", ended.join("; "))
+        let mut fences = Vec::new();
+        match store.list("chaos-sem#permit/").await {
+            Ok(rows) if !rows.is_empty() => {
+                let row = &rows[fastrand::usize(..rows.len())];
+                // Counted as ended even when refused: an answer lost with
+                // its connection may hide an unlock that took effect.
+                fences.extend(row.fence);
+                let done = store.force_unlock(&row.name, row).await;
+                ended.push(match done {
+                    Ok(_) => format!("{} (fence {:?}) ended", row.name, row.fence),
+                    Err(e) => format!("{}: {e}", row.name),
+                });
+            }
+            Ok(_) => {}
+            Err(e) => ended.push(format!("chaos-sem: {e}")),
+        }
+        (format!("forced unlock: {}", ended.join("; ")), fences)
     }
 
     fn kill_server(&mut self) -> Option<u32> {

@@ -71,6 +71,15 @@ async fn every_backend_keeps_its_invariants_under_faults() {
             forced.iter().any(|p| p.contains("ended")),
             "no forced unlock ended a holder: {forced:?}"
         );
+        // A semaphore holder's row shows its fence, which the I9 check
+        // needs to end its hold at the unlock.
+        for f in &report.fault_log {
+            assert!(
+                !f.proof.contains("chaos-sem#permit/") || !f.ended_permits.is_empty(),
+                "a semaphore holder ended without its fence: {}",
+                f.proof
+            );
+        }
         assert!(
             report
                 .fault_log

@@ -17,6 +17,7 @@ pub mod postgres;
 mod process;
 pub mod prometheus;
 pub mod redis;
+mod scratch;
 pub mod zookeeper;
 
 pub use etcd::EtcdCluster;
