@@ -35,6 +35,45 @@ pub fn held_spans(ops: &[Op]) -> (u64, Vec<(u64, u64, u32)>) {
     (granted, spans)
 }
 
+/// A hold an operator ended (`Store::force_unlock`): the fence its row
+/// showed, and when the unlock began and returned (ns on the monotonic
+/// clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// The fence its row showed.
+    pub fence: u64,
+    /// When the forced unlock began.
+    pub from: u64,
+    /// When it returned.
+    pub to: u64,
+}
+
+/// `ops` with the grants an operator ended ending where the unlock began:
+/// a grant's `value` (its lease's local deadline) is cut there, so the
+/// checks count its hold, reads and writes after it as past its lease. A
+/// grant counts as ended by an unlock of its fence that it asked before
+/// the unlock returned (a later grant of the same fence, a ledger slot's,
+/// is another holder). Fences are unique per lock, semaphore and
+/// read-write lock, and per slot in a semaphore's ledger: there two
+/// holders live at once may share one, and both count as ended (the
+/// lenient side).
+pub fn cut_at_unlocks(ops: &[Op], ended: &[Ended]) -> Vec<Op> {
+    ops.iter()
+        .map(|o| {
+            let grant = o.kind == Kind::Acquire && o.outcome == Outcome::Ok;
+            let at = ended
+                .iter()
+                .filter(|e| grant && e.fence == o.fence && o.start <= e.to)
+                .map(|e| e.from)
+                .min();
+            Op {
+                value: at.map_or(o.value, |at| o.value.min(at)),
+                ..o.clone()
+            }
+        })
+        .collect()
+}
+
 /// An operation that went through, for the checkers' tests.
 #[cfg(test)]
 pub(crate) fn ok_op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64) -> Op {

@@ -12,7 +12,7 @@ use crate::cron_check::check_cron;
 use crate::history::{self, mono_ns, Kind};
 use crate::report::{judge, Report};
 use crate::rw_check::check_rw;
-use crate::sem_check::{check_sem, Ended};
+use crate::sem_check::check_sem;
 use crate::target::{wait_stopped, FaultKind, FaultRecord, Target};
 
 /// How a run is set up.
@@ -197,7 +197,7 @@ async fn pause(client: &Child, hold: Duration) -> FaultRecord {
         start,
         healed: mono_ns(),
         proof: format!("client pid {pid} stopped for {hold:?}; /proc state T seen: {stopped}"),
-        ended_permits: Vec::new(),
+        ended_holds: Vec::new(),
     }
 }
 
@@ -259,23 +259,28 @@ async fn report(
         .filter(|f| target.forgets_locks(f.kind))
         .map(|f| f.start)
         .collect();
-    let rw = check_rw(&rw_ops, &forgotten);
-    let cron = check_cron(&cron_ops, &forgotten);
-    let ended: Vec<Ended> = log
-        .iter()
-        .flat_map(|f| {
-            f.ended_permits.iter().map(|&fence| Ended {
-                fence,
-                from: f.start,
-                to: f.healed,
+    // The holds of `lock` that forced unlocks ended.
+    let ended = |lock: &str| -> Vec<history::Ended> {
+        log.iter()
+            .flat_map(|f| {
+                f.ended_holds
+                    .iter()
+                    .filter(move |h| h.lock == lock)
+                    .map(|h| history::Ended {
+                        fence: h.fence,
+                        from: f.start,
+                        to: f.healed,
+                    })
             })
-        })
-        .collect();
+            .collect()
+    };
+    let rw = check_rw(&rw_ops, &forgotten, &ended("chaos-rw"));
+    let cron = check_cron(&cron_ops, &forgotten);
     let sem = check_sem(
         &sem_ops,
         u64::from(crate::sem_client::PERMITS),
         &forgotten,
-        &ended,
+        &ended("chaos-sem"),
     );
     let get = |k: &str| findings.get(k).map(|(f, _)| f.clone()).unwrap_or_default();
     let (fenced, election, control) = (get("fenced"), get("election"), get("control"));

@@ -9,9 +9,11 @@
 //! all land within its own (it was paused mid-write, or died, and another
 //! holder came meanwhile), or a fault ended every lease early between that
 //! writer's grant and the read (a restart without persistence, a server
-//! clock jumped forward): such torn reads are counted as excused.
+//! clock jumped forward): such torn reads are counted as excused. A writer
+//! or reader an operator ended (a forced unlock) holds until the unlock
+//! began, by the operator's decision.
 
-use crate::history::{Kind, Op, Outcome};
+use crate::history::{cut_at_unlocks, Ended, Kind, Op, Outcome};
 
 /// What the checker found in the read-write workload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,8 +31,9 @@ pub struct RwFindings {
 
 /// Judges `ops` (writers' and readers' together; writers' fences are the
 /// values they wrote); `forgotten`: when a fault ended every lease early
-/// (ns on the monotonic clock).
-pub fn check_rw(ops: &[Op], forgotten: &[u64]) -> RwFindings {
+/// (ns on the monotonic clock); `ended`: the holds forced unlocks ended.
+pub fn check_rw(ops: &[Op], forgotten: &[u64], ended: &[Ended]) -> RwFindings {
+    let ops = &cut_at_unlocks(ops, ended);
     let mut f = RwFindings::default();
     let grants: Vec<&Op> = ops
         .iter()
@@ -104,11 +107,22 @@ mod tests {
             // A whole read.
             op(1, Kind::Read, 6, 300, 310, 5, 5),
         ];
-        let f = check_rw(&ops, &[]);
+        let f = check_rw(&ops, &[], &[]);
         assert_eq!((f.reads, f.torn, f.excused, f.violations), (2, 1, 0, 1));
         // The store forgot every lock between the writer's grant and the read.
-        let f = check_rw(&ops, &[35]);
+        let f = check_rw(&ops, &[35], &[]);
         assert_eq!((f.torn, f.excused, f.violations), (1, 1, 0));
+        // An operator ended the writer between its writes...
+        let unlock = |fence, from| Ended {
+            fence,
+            from,
+            to: from + 5,
+        };
+        let f = check_rw(&ops, &[], &[unlock(5, 100)]);
+        assert_eq!((f.torn, f.excused, f.violations), (1, 1, 0));
+        // ... or after both landed, which excuses nothing.
+        let f = check_rw(&ops, &[], &[unlock(5, 250)]);
+        assert_eq!((f.torn, f.excused, f.violations), (1, 0, 1));
     }
 
     #[test]
@@ -127,7 +141,7 @@ mod tests {
             op(2, Kind::Acquire, 9, 600, 610, 650, 0),
             op(2, Kind::Read, 9, 640, 700, 8, 0),
         ];
-        let f = check_rw(&ops, &[]);
+        let f = check_rw(&ops, &[], &[]);
         assert_eq!((f.torn, f.excused, f.violations), (2, 2, 0));
     }
 }

@@ -7,7 +7,7 @@
 //! `forgotten`). A holder an operator ended (a forced unlock) holds until
 //! the unlock began: its permit is free from then, by design.
 
-use crate::history::{held_spans, Kind, Op, Outcome};
+use crate::history::{cut_at_unlocks, held_spans, Ended, Op};
 
 /// What the checker found in the semaphore workload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,33 +22,11 @@ pub struct SemFindings {
     pub excused: u64,
 }
 
-/// A holder an operator ended: its row's fence, and when the unlock began
-/// and returned (ns on the monotonic clock).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ended {
-    /// The fence its row showed.
-    pub fence: u64,
-    /// When the forced unlock began.
-    pub from: u64,
-    /// When it returned.
-    pub to: u64,
-}
-
 /// Judges `ops` (every holder's) against `permits`; `forgotten`: when a
 /// fault ended every lease early (ns on the monotonic clock); `ended`: the
 /// holders forced unlocks ended.
 pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64], ended: &[Ended]) -> SemFindings {
-    let cut: Vec<Op> = ops
-        .iter()
-        .map(|o| match ended_at(o, ended) {
-            // A grant's `value` is its deadline: the hold ends there.
-            Some(at) => Op {
-                value: o.value.min(at),
-                ..o.clone()
-            },
-            None => o.clone(),
-        })
-        .collect();
+    let cut = cut_at_unlocks(ops, ended);
     let (holds, spans) = held_spans(&cut);
     let mut f = SemFindings {
         holds,
@@ -71,26 +49,10 @@ pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64], ended: &[Ended]) -
     f
 }
 
-/// When an operator ended `grant`'s hold: the start of a forced unlock of
-/// its fence that began before the unlock returned. Fences are unique per
-/// semaphore where the store keeps it, per slot in a ledger: there two
-/// holders live at once may share one, and both count as ended (the
-/// lenient side); one released before the unlock is not changed by it.
-fn ended_at(grant: &Op, ended: &[Ended]) -> Option<u64> {
-    if grant.kind != Kind::Acquire || grant.outcome != Outcome::Ok {
-        return None;
-    }
-    ended
-        .iter()
-        .filter(|e| e.fence == grant.fence && grant.start <= e.to)
-        .map(|e| e.from)
-        .min()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::ok_op as op;
+    use crate::history::{ok_op as op, Kind};
 
     #[test]
     fn holds_within_the_permits_pass_and_a_crowd_is_found() {

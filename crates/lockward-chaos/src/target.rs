@@ -46,9 +46,9 @@ pub enum FaultKind {
     KillLeader,
     /// A minority of the masters killed and restarted (no persistence).
     KillMinority,
-    /// The holders of the fenced, control and election locks, and one
-    /// semaphore holder, ended by an operator (`Store::force_unlock`) while
-    /// they work.
+    /// The holders of the fenced, control, election and read-write locks,
+    /// and one semaphore holder, ended by an operator
+    /// (`Store::force_unlock`) while they work.
     ForcedUnlock,
 }
 
@@ -63,9 +63,18 @@ pub struct FaultRecord {
     pub healed: u64,
     /// What shows it happened.
     pub proof: String,
-    /// The fences of the semaphore holders a forced unlock ended (their
-    /// holds end there, by the operator's decision).
-    pub ended_permits: Vec<u64>,
+    /// The semaphore and read-write holds a forced unlock ended (their
+    /// checks end those holds there, by the operator's decision).
+    pub ended_holds: Vec<EndedHold>,
+}
+
+/// A hold of the semaphore or read-write lock a forced unlock ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EndedHold {
+    /// The workload's lock: `chaos-sem` or `chaos-rw`.
+    pub lock: &'static str,
+    /// The fence the holder's row showed.
+    pub fence: u64,
 }
 
 enum Servers {
@@ -237,7 +246,7 @@ impl Target {
     /// how it went.
     pub async fn inflict(&mut self, kind: FaultKind, hold: Duration) -> FaultRecord {
         let start = crate::history::mono_ns();
-        let mut ended_permits = Vec::new();
+        let mut ended_holds = Vec::new();
         let proof = match kind {
             FaultKind::CutConnections | FaultKind::DelayConnections | FaultKind::Blackhole => {
                 let mode = match kind {
@@ -323,7 +332,7 @@ impl Target {
             }
             FaultKind::ForcedUnlock => {
                 let (proof, fences) = self.force_unlock().await;
-                ended_permits = fences;
+                ended_holds = fences;
                 proof
             }
             FaultKind::PauseClient => "paused by the run, not the target".into(),
@@ -333,17 +342,18 @@ impl Target {
             start,
             healed: crate::history::mono_ns(),
             proof,
-            ended_permits,
+            ended_holds,
         }
     }
 
-    /// Ends the current holders of the fenced (or mutant), control and
-    /// election locks and one semaphore holder (by its row in `status`),
-    /// as an operator would with `lockward unlock --force`; says whom, and
-    /// the semaphore holder's fence. The read-write and cron locks are left
-    /// alone: their checks count overlaps, which a forced unlock causes by
-    /// design (the semaphore's check ends the ended holder's hold here).
-    async fn force_unlock(&self) -> (String, Vec<u64>) {
+    /// Ends the current holders of the fenced (or mutant), control,
+    /// election and read-write locks and one semaphore holder (by its row
+    /// in `status`), as an operator would with `lockward unlock --force`;
+    /// says whom, and the fences of the read-write and semaphore holds,
+    /// which their checks end here (they count the overlaps a forced
+    /// unlock causes by design). The cron lock is left alone: its check
+    /// has no such cut.
+    async fn force_unlock(&self) -> (String, Vec<EndedHold>) {
         let store = match lockward::Store::open(&self.url).await {
             Ok(store) => store,
             Err(e) => return (format!("cannot open the store: {e}"), Vec::new()),
@@ -366,12 +376,31 @@ impl Target {
             ended.push(done.unwrap_or_else(|e| format!("{name}: {e}")));
         }
         let mut fences = Vec::new();
+        // The read-write lock's writer (or a reader passing through it).
+        // Counted as ended even when refused: an answer lost with its
+        // connection may hide an unlock that took effect.
+        match store.inspect("chaos-rw").await {
+            Ok(Some(holder)) => {
+                fences.extend(holder.fence.map(|fence| EndedHold {
+                    lock: "chaos-rw",
+                    fence,
+                }));
+                let done = store.force_unlock("chaos-rw", &holder).await;
+                ended.push(match done {
+                    Ok(_) => format!("chaos-rw (fence {:?}) ended", holder.fence),
+                    Err(e) => format!("chaos-rw: {e}"),
+                });
+            }
+            Ok(None) => {}
+            Err(e) => ended.push(format!("chaos-rw: {e}")),
+        }
         match store.list("chaos-sem#permit/").await {
             Ok(rows) if !rows.is_empty() => {
                 let row = &rows[fastrand::usize(..rows.len())];
-                // Counted as ended even when refused: an answer lost with
-                // its connection may hide an unlock that took effect.
-                fences.extend(row.fence);
+                fences.extend(row.fence.map(|fence| EndedHold {
+                    lock: "chaos-sem",
+                    fence,
+                }));
                 let done = store.force_unlock(&row.name, row).await;
                 ended.push(match done {
                     Ok(_) => format!("{} (fence {:?}) ended", row.name, row.fence),
