@@ -49,7 +49,7 @@ impl EtcdCluster {
 
     fn start_with(n: usize, tls: bool) -> EtcdCluster {
         require_binary("etcd");
-        let dir = crate::scratch::server_dir("etcd");
+        let dir = crate::scratch::data_dir("etcd");
         if tls {
             crate::certs::make_certificates(dir.path());
         }

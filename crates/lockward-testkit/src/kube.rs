@@ -55,7 +55,7 @@ impl KubeApiServer {
     /// Starts etcd and the API server and waits until `/readyz` says ok.
     pub fn start() -> KubeApiServer {
         let bin = binaries();
-        let dir = crate::scratch::server_dir("kube-apiserver");
+        let dir = crate::scratch::data_dir("kube-apiserver");
         crate::certs::make_certificates(dir.path());
         let key = Command::new("openssl")
             .current_dir(dir.path())

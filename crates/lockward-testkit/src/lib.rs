@@ -28,6 +28,7 @@ pub use postgres::PostgresServer;
 pub use process::ServerProcess;
 pub use prometheus::PrometheusServer;
 pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};
+pub use scratch::data_dir;
 pub use zookeeper::ZookeeperEnsemble;
 
 /// The script that installs every server binary the tests use.

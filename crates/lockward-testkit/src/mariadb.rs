@@ -76,7 +76,7 @@ impl MariadbServer {
         let install = require_binary("mariadb-install-db");
         require_binary("mariadb-admin");
         let (uid, gid) = mysql_user();
-        let dir = crate::scratch::server_dir("mariadb");
+        let dir = crate::scratch::data_dir("mariadb");
         // A temporary folder of its own: servers bootstrapping at once in
         // the shared /tmp trip over each other's temporary tables.
         let tmp = dir.path().join("tmp");

@@ -82,7 +82,7 @@ impl PostgresServer {
     fn start_with(tls: bool, durable: bool) -> PostgresServer {
         let bin = find_bin();
         let (uid, gid) = postgres_user();
-        let dir = crate::scratch::server_dir("postgres");
+        let dir = crate::scratch::data_dir("postgres");
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown the data folder");
         let pwfile = dir.path().join("pw");

@@ -21,7 +21,7 @@ impl PrometheusServer {
     /// and waits until it is ready.
     pub fn start(targets: &[String]) -> PrometheusServer {
         let binary = require_binary("prometheus");
-        let dir = crate::scratch::server_dir("prometheus");
+        let dir = crate::scratch::data_dir("prometheus");
         let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
         let config = format!(
             "global:\n  scrape_interval: 500ms\n  scrape_timeout: 400ms\nscrape_configs:\n  - job_name: lockward\n    static_configs:\n      - targets: [{}]\n",

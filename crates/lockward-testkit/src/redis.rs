@@ -44,7 +44,7 @@ impl RedisServer {
     /// Starts a server with `options`.
     pub fn start_with(options: RedisOptions) -> RedisServer {
         require_binary("redis-server");
-        let dir = crate::scratch::server_dir("redis");
+        let dir = crate::scratch::data_dir("redis");
         if options.tls {
             crate::certs::make_certificates(dir.path());
         }

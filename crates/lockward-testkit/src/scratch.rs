@@ -14,9 +14,10 @@ fn root() -> PathBuf {
     std::env::temp_dir().join("lockward-testkit")
 }
 
-/// A new, empty data folder for one server, removed when dropped and in
-/// any case by the first server started after this process is gone.
-pub fn server_dir(what: &str) -> tempfile::TempDir {
+/// A new, empty data folder for one server (or a test's own file kept in
+/// a `static`), removed when dropped and in any case by the first server
+/// started after this process is gone.
+pub fn data_dir(what: &str) -> tempfile::TempDir {
     let root = root();
     std::fs::create_dir_all(&root)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", root.display()));
@@ -51,7 +52,7 @@ mod tests {
 
     #[test]
     fn a_dead_owners_folder_is_swept_and_a_live_ones_kept() {
-        let mine = server_dir("sweep-test");
+        let mine = data_dir("sweep-test");
         // A process that ran and ended: its pid no longer runs.
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
@@ -59,7 +60,7 @@ mod tests {
         let orphan = root().join(format!("{dead}-sweep-test-x"));
         std::fs::create_dir_all(orphan.join("data")).unwrap();
         std::fs::write(orphan.join("data/file"), b"left behind").unwrap();
-        let next = server_dir("sweep-test");
+        let next = data_dir("sweep-test");
         assert!(!orphan.exists(), "{} was not swept", orphan.display());
         assert!(mine.path().is_dir() && next.path().is_dir());
         let path = next.path().to_path_buf();

@@ -84,7 +84,7 @@ impl ZookeeperEnsemble {
             "ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing); run {}",
             crate::INSTALL_SCRIPT
         );
-        let dir = crate::scratch::server_dir("ZooKeeper");
+        let dir = crate::scratch::data_dir("ZooKeeper");
         if tls {
             crate::certs::make_certificates(dir.path());
             let key = std::fs::read_to_string(dir.path().join("server.key")).expect("server.key");

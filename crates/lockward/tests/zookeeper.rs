@@ -22,6 +22,8 @@ struct Curator {
     child: Child,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
+    /// The compiled program, removed once the process is gone.
+    _classes: tempfile::TempDir,
 }
 
 impl Curator {
@@ -32,9 +34,9 @@ impl Curator {
     /// `side`: `mutex`, or `read` / `write` for a side of Curator's
     /// `InterProcessReadWriteLock`.
     fn start_as(connect: &str, path: &str, side: &str) -> Curator {
-        let dir = tempfile::tempdir().unwrap().keep();
+        let classes = tempfile::tempdir().unwrap();
         let source = include_str!("java/CuratorLock.java");
-        let classpath = compile_curator_program(&dir, "CuratorLock", source);
+        let classpath = compile_curator_program(classes.path(), "CuratorLock", source);
         let mut child = Command::new("java")
             .args(["-cp", &classpath, "CuratorLock", connect, path, side])
             .stdin(Stdio::piped())
@@ -55,6 +57,7 @@ impl Curator {
             child,
             stdin,
             lines,
+            _classes: classes,
         };
         assert_eq!(curator.answer(Duration::from_secs(30)), "READY");
         curator

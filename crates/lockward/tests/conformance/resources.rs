@@ -11,7 +11,7 @@ pub async fn all() -> Vec<(&'static str, Arc<dyn FencedResource>)> {
     #[cfg(feature = "sqlite")]
     {
         static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-        let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
+        let dir = DIR.get_or_init(|| lockward_testkit::data_dir("resources"));
         let r =
             lockward::fence::SqliteRegister::open(&dir.path().join("resources.db"), "resources")
                 .await
