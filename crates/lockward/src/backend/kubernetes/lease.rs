@@ -95,7 +95,7 @@ impl LockBackend for KubernetesBackend {
         }
     }
 
-    /// A watch on the one Lease (see [`LeaseWatch`]).
+    /// A watch on the one Lease (see `LeaseWatch`).
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
         let object = self.lease_name(name)?;
         let watch = LeaseWatch::open(self.leases.clone(), object, self.address.clone()).await?;

@@ -18,12 +18,12 @@
 //!   first, `owner`, makes the decision; the others ask "is the owner now
 //!   ours, and was the row free" (`expires_at`, assigned last, is still the
 //!   old holder's then), so the decision is made once.
-//! - While waiters take turns (see [`super::baton`]), a free row goes to
+//! - While waiters take turns (see `baton.rs`), a free row goes to
 //!   the waiter holding the baton, not to whoever asks first: the test
 //!   asks that the baton be free or held by this session. The row records
 //!   the session that took it with the baton (`session`), so that an
 //!   expired row whose stuck holder still keeps the baton goes to the next
-//!   caller at once; a row free for longer than [`BARGE_AFTER`] goes to
+//!   caller at once; a row free for longer than `BARGE_AFTER` goes to
 //!   anyone, so a baton kept by a stuck waiter cannot keep the lock from
 //!   everyone.
 //! - `UTC_TIMESTAMP(6)` is the statement's start on the server's clock: a
@@ -37,7 +37,7 @@
 //!   fences only grow, and InnoDB keeps them across a restart.
 //!
 //! Release and extend are owner-checked updates of the live row. Waiters
-//! take turns through a baton the server hands on (see [`super::baton`]).
+//! take turns through a baton the server hands on (see `baton.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

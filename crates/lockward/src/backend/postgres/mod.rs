@@ -13,7 +13,7 @@
 //! per handoff for every lookup to step over while waiting statements hold
 //! old snapshots. Waiters
 //! take turns through a baton per name, a session advisory lock the
-//! server's lock manager hands to one waiter at a time (see [`baton`]).
+//! server's lock manager hands to one waiter at a time (see `baton.rs`).
 //!
 //! Semaphores are kept natively in lease mode: a row per holder and a
 //! count per semaphore (see `permits.rs`).

@@ -11,7 +11,7 @@
 //!   global to the ensemble and only grow, across restarts and leader
 //!   changes; the sequence suffix does not (it restarts with a new parent).
 //! - **Session**: every lock of the store is an ephemeral node of the
-//!   store's one session (see [`session`]). The server deletes them when
+//!   store's one session (see `session.rs`). The server deletes them when
 //!   the session expires; a lock is counted lost at the first
 //!   disconnection after it was taken, since the holder then cannot know
 //!   whether the server still has its session. A lock's TTL may not exceed

@@ -24,6 +24,12 @@
 //!   the permits do not fit, the slots are looked at and such entries
 //!   dropped, which is how a crashed holder's permits come back.
 //!
+//! Fences: natively, each admission draws a larger one than every earlier
+//! admission to the semaphore; in a ledger a holder's fence is its slot
+//! lock's, larger than every earlier one *of that slot*, so holders on
+//! different slots may show the same number (key fences by
+//! [`Permit::holder`] there).
+//!
 //! Waiting: waiters line up on the lock `NAME#line` (in order where the
 //! store queues waiters, with pushed wake-ups where it has them); the first
 //! in line tries again with backoff until its permits fit, so a large
