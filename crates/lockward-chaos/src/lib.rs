@@ -13,6 +13,7 @@ pub mod checker;
 pub mod client;
 pub mod cron_check;
 pub mod cron_client;
+pub mod forced;
 pub mod history;
 pub mod proxy;
 pub mod register;

@@ -65,16 +65,7 @@ pub struct FaultRecord {
     pub proof: String,
     /// The semaphore and read-write holds a forced unlock ended (their
     /// checks end those holds there, by the operator's decision).
-    pub ended_holds: Vec<EndedHold>,
-}
-
-/// A hold of the semaphore or read-write lock a forced unlock ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct EndedHold {
-    /// The workload's lock: `chaos-sem` or `chaos-rw`.
-    pub lock: &'static str,
-    /// The fence the holder's row showed.
-    pub fence: u64,
+    pub ended_holds: Vec<crate::forced::EndedHold>,
 }
 
 enum Servers {
@@ -331,7 +322,7 @@ impl Target {
                 format!("masters {killed:?} (index, pid) killed with SIGKILL, restarted without their data after {hold:?}")
             }
             FaultKind::ForcedUnlock => {
-                let (proof, fences) = self.force_unlock().await;
+                let (proof, fences) = crate::forced::force_unlock(&self.url).await;
                 ended_holds = fences;
                 proof
             }
@@ -344,73 +335,6 @@ impl Target {
             proof,
             ended_holds,
         }
-    }
-
-    /// Ends the current holders of the fenced (or mutant), control,
-    /// election and read-write locks and one semaphore holder (by its row
-    /// in `status`), as an operator would with `lockward unlock --force`;
-    /// says whom, and the fences of the read-write and semaphore holds,
-    /// which their checks end here (they count the overlaps a forced
-    /// unlock causes by design). The cron lock is left alone: its check
-    /// has no such cut.
-    async fn force_unlock(&self) -> (String, Vec<EndedHold>) {
-        let store = match lockward::Store::open(&self.url).await {
-            Ok(store) => store,
-            Err(e) => return (format!("cannot open the store: {e}"), Vec::new()),
-        };
-        let mut ended = Vec::new();
-        for name in [
-            "chaos-fenced",
-            "chaos-mutant",
-            "chaos-unfenced",
-            "chaos-election",
-        ] {
-            let done = match store.inspect(name).await {
-                Ok(Some(holder)) => store
-                    .force_unlock(name, &holder)
-                    .await
-                    .map(|_| format!("{name} (fence {:?}) ended", holder.fence)),
-                Ok(None) => continue,
-                Err(e) => Err(e),
-            };
-            ended.push(done.unwrap_or_else(|e| format!("{name}: {e}")));
-        }
-        let mut fences = Vec::new();
-        // The read-write lock's writer (or a reader passing through it).
-        // Counted as ended even when refused: an answer lost with its
-        // connection may hide an unlock that took effect.
-        match store.inspect("chaos-rw").await {
-            Ok(Some(holder)) => {
-                fences.extend(holder.fence.map(|fence| EndedHold {
-                    lock: "chaos-rw",
-                    fence,
-                }));
-                let done = store.force_unlock("chaos-rw", &holder).await;
-                ended.push(match done {
-                    Ok(_) => format!("chaos-rw (fence {:?}) ended", holder.fence),
-                    Err(e) => format!("chaos-rw: {e}"),
-                });
-            }
-            Ok(None) => {}
-            Err(e) => ended.push(format!("chaos-rw: {e}")),
-        }
-        match store.list("chaos-sem#permit/").await {
-            Ok(rows) if !rows.is_empty() => {
-                let row = &rows[fastrand::usize(..rows.len())];
-                fences.extend(row.fence.map(|fence| EndedHold {
-                    lock: "chaos-sem",
-                    fence,
-                }));
-                let done = store.force_unlock(&row.name, row).await;
-                ended.push(match done {
-                    Ok(_) => format!("{} (fence {:?}) ended", row.name, row.fence),
-                    Err(e) => format!("{}: {e}", row.name),
-                });
-            }
-            Ok(_) => {}
-            Err(e) => ended.push(format!("chaos-sem: {e}")),
-        }
-        (format!("forced unlock: {}", ended.join("; ")), fences)
     }
 
     fn kill_server(&mut self) -> Option<u32> {
