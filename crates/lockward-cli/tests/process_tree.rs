@@ -108,7 +108,7 @@ fn a_frozen_lockward_loses_its_tree_by_the_local_deadline() {
     let stopped_ns = now_ns();
     let second = Command::new(lockward())
         .args(["--store", &url, "run", "frozen", "--wait", "10s", "--"])
-        .args(["sh", "-c", SECOND_SEES_THE_TREE, "sh"])
+        .args(["sh", "-c", &second_sees_the_tree(), "sh"])
         .arg(d)
         .args([child.to_string(), daemon.to_string()])
         .stderr(Stdio::null())
@@ -159,8 +159,16 @@ fn a_frozen_lockward_loses_its_tree_by_the_local_deadline() {
 }
 
 /// CMD of the second instance: its start time in `DIR/second`, and in
-/// `DIR/running` every pid given after DIR that still runs (not a zombie).
-const SECOND_SEES_THE_TREE: &str = r#"date +%s%N > "$1/second"; d=$1; shift; for p in "$@"; do if [ -r "/proc/$p/stat" ] && ! grep -q ') Z' "/proc/$p/stat"; then echo "$p" >> "$d/running"; fi; done"#;
+/// `DIR/running` every pid given after DIR that still runs.
+fn second_sees_the_tree() -> String {
+    format!(
+        r#"date +%s%N > "$1/second"; d=$1; shift; for p in "$@"; do if {RUNS}; then echo "$p" >> "$d/running"; fi; done"#
+    )
+}
+
+/// Shell: whether process `$p` still runs (exists and is not a zombie:
+/// `kill -0` also succeeds on a killed process its parent has not reaped).
+const RUNS: &str = r#"[ -r "/proc/$p/stat" ] && ! grep -q ') Z' "/proc/$p/stat""#;
 
 /// CMD for the keeper tests: a foreground child in its group, a background
 /// child and a `setsid` grandchild; every pid (CMD's too) in `DIR/NAME`.
@@ -314,7 +322,7 @@ fn sigkill_of_the_keeper_ends_the_whole_tree_before_the_lock_passes() {
             let second = (command[0] != "cron").then(|| {
                 let pids = tree.map(|p| p.to_string()).join(" ");
                 let script = format!(
-                    r#"for p in {pids}; do kill -0 $p 2>/dev/null && echo $p; done > "$1/alive.tmp"; echo checked >> "$1/alive.tmp"; mv "$1/alive.tmp" "$1/alive_at_second""#
+                    r#"for p in {pids}; do {RUNS} && echo $p; done > "$1/alive.tmp"; echo checked >> "$1/alive.tmp"; mv "$1/alive.tmp" "$1/alive_at_second""#
                 );
                 let mut args: Vec<&str> = command.clone();
                 if matches!(args[0], "run" | "sem" | "once") {
