@@ -26,40 +26,25 @@ pub async fn force_unlock(url: &str) -> (String, Vec<EndedHold>) {
         Err(e) => return (format!("cannot open the store: {e}"), Vec::new()),
     };
     let mut ended = Vec::new();
+    let mut fences = Vec::new();
     for name in [
         "chaos-fenced",
         "chaos-mutant",
         "chaos-unfenced",
         "chaos-election",
+        // The read-write lock's writer (or a reader passing through it).
+        "chaos-rw",
     ] {
-        let done = match store.inspect(name).await {
-            Ok(Some(holder)) => store
-                .force_unlock(name, &holder)
-                .await
-                .map(|_| format!("{name} (fence {:?}) ended", holder.fence)),
-            Ok(None) => continue,
-            Err(e) => Err(e),
-        };
-        ended.push(done.unwrap_or_else(|e| format!("{name}: {e}")));
-    }
-    let mut fences = Vec::new();
-    // The read-write lock's writer (or a reader passing through it).
-    // Counted as ended even when refused: an answer lost with its
-    // connection may hide an unlock that took effect.
-    match store.inspect("chaos-rw").await {
-        Ok(Some(holder)) => {
-            fences.extend(holder.fence.map(|fence| EndedHold {
-                lock: "chaos-rw",
-                fence,
-            }));
-            let done = store.force_unlock("chaos-rw", &holder).await;
-            ended.push(match done {
-                Ok(_) => format!("chaos-rw (fence {:?}) ended", holder.fence),
-                Err(e) => format!("chaos-rw: {e}"),
-            });
+        match store.inspect(name).await {
+            Ok(Some(holder)) => {
+                if name == "chaos-rw" {
+                    fences.extend(holder.fence.map(|fence| EndedHold { lock: name, fence }));
+                }
+                ended.push(end(&store, name, &holder).await);
+            }
+            Ok(None) => {}
+            Err(e) => ended.push(format!("{name}: {e}")),
         }
-        Ok(None) => {}
-        Err(e) => ended.push(format!("chaos-rw: {e}")),
     }
     match store.list("chaos-sem#permit/").await {
         Ok(rows) if !rows.is_empty() => {
@@ -68,14 +53,20 @@ pub async fn force_unlock(url: &str) -> (String, Vec<EndedHold>) {
                 lock: "chaos-sem",
                 fence,
             }));
-            let done = store.force_unlock(&row.name, row).await;
-            ended.push(match done {
-                Ok(_) => format!("{} (fence {:?}) ended", row.name, row.fence),
-                Err(e) => format!("{}: {e}", row.name),
-            });
+            ended.push(end(&store, &row.name, row).await);
         }
         Ok(_) => {}
         Err(e) => ended.push(format!("chaos-sem: {e}")),
     }
     (format!("forced unlock: {}", ended.join("; ")), fences)
+}
+
+/// Ends `holder` of `name`; says how it went. Its fence, recorded before,
+/// counts as ended even when refused: an answer lost with its connection
+/// may hide an unlock that took effect.
+async fn end(store: &lockward::Store, name: &str, holder: &lockward::LockInfo) -> String {
+    match store.force_unlock(name, holder).await {
+        Ok(_) => format!("{name} (fence {:?}) ended", holder.fence),
+        Err(e) => format!("{name}: {e}"),
+    }
 }

@@ -55,10 +55,10 @@ impl EtcdBackend {
     }
 
     /// Moves the holder's key onto a new lease of the time its own had
-    /// left (rounded up); the key keeps its create revision, so it stays first in line
-    /// and the waiters behind it wait for its deletion as before. The
-    /// holder's renewal checks that its key is still on its lease, so it
-    /// learns at its next one.
+    /// left (rounded up); the key keeps its create revision, so it stays
+    /// first in line and the waiters behind it wait for its deletion as
+    /// before. The holder's renewal checks that its key is still on its
+    /// lease, so it learns at its next one.
     pub(super) async fn move_to_placeholder(
         &self,
         name: &Name,
