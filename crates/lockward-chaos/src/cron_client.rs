@@ -9,8 +9,7 @@ use std::time::Duration;
 use lockward::recipe::cron::{CronJob, CronOptions, Outcome as CronOutcome, Overlap, Turn};
 use lockward::Store;
 
-use crate::client::{mono_at, outcome_of};
-use crate::history::{mono_ns, Kind, Op, Outcome, Recorder};
+use crate::history::{mono_at, mono_ns, outcome_of, Kind, Op, Outcome, Recorder};
 
 /// How long an execution may hold its locks.
 const AT_MOST: Duration = Duration::from_secs(3);

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +76,27 @@ pub fn cut_at_unlocks(ops: &[Op], ended: &[Ended]) -> Vec<Op> {
 }
 
 /// An operation that went through, for the checkers' tests.
+/// Nanoseconds on the monotonic clock at `at`.
+pub(crate) fn mono_at(at: Instant) -> u64 {
+    let now = Instant::now();
+    let now_ns = mono_ns();
+    if at >= now {
+        now_ns + (at - now).as_nanos() as u64
+    } else {
+        now_ns.saturating_sub((now - at).as_nanos() as u64)
+    }
+}
+
+pub(crate) fn outcome_of(e: &lockward::Error) -> Outcome {
+    match e {
+        lockward::Error::Stale { .. } => Outcome::Stale,
+        lockward::Error::Unavailable { .. } | lockward::Error::Protocol { .. } => {
+            Outcome::Indeterminate
+        }
+        _ => Outcome::Failed,
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn ok_op(client: u32, kind: Kind, fence: u64, start: u64, end: u64, value: u64) -> Op {
     Op {

@@ -24,3 +24,4 @@ pub mod rw_client;
 pub mod sem_check;
 pub mod sem_client;
 pub mod target;
+pub mod workload;

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use lockward_chaos::client::{self, Workload};
+use lockward_chaos::client;
 use lockward_chaos::run::{run, RunConfig};
+use lockward_chaos::workload::Workload;
 
 #[derive(Parser)]
 #[command(

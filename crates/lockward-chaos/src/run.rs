@@ -7,13 +7,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::checker::{check, Findings};
-use crate::client::{Workload, TTL};
 use crate::cron_check::check_cron;
 use crate::history::{self, mono_ns, Kind};
 use crate::report::{judge, Report};
 use crate::rw_check::check_rw;
 use crate::sem_check::check_sem;
 use crate::target::{wait_stopped, FaultKind, FaultRecord, Target};
+use crate::workload::{Workload, TTL};
 
 /// How a run is set up.
 #[derive(Debug, Clone)]

@@ -10,8 +10,8 @@ use lockward::fence::FencedResource;
 use lockward::recipe::RwLock;
 use lockward::{LockOptions, Store};
 
-use crate::client::{mono_at, outcome_of, TTL};
-use crate::history::{mono_ns, Kind, Op, Outcome, Recorder};
+use crate::history::{mono_at, mono_ns, outcome_of, Kind, Op, Outcome, Recorder};
+use crate::workload::TTL;
 
 /// The two registers a writer sets.
 pub const KEYS: [&str; 2] = ["rw-a", "rw-b"];

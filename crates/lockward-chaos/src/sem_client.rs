@@ -9,8 +9,8 @@ use std::time::Duration;
 use lockward::recipe::Semaphore;
 use lockward::{LockOptions, Store};
 
-use crate::client::{mono_at, outcome_of, TTL};
-use crate::history::{mono_ns, Kind, Op, Outcome, Recorder};
+use crate::history::{mono_at, mono_ns, outcome_of, Kind, Op, Outcome, Recorder};
+use crate::workload::TTL;
 
 /// The semaphore's permits (its clients are more: they wait their turn).
 pub const PERMITS: u32 = 2;

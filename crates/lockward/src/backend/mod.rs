@@ -8,6 +8,7 @@
 //! backend gets them the same way. See `CONTRIBUTING.md` for adding one.
 
 mod capabilities;
+// Each store uses some of these; a build with few stores, not all.
 mod locks;
 mod permits;
 #[cfg_attr(not(feature = "redis"), allow(dead_code))]
@@ -16,6 +17,8 @@ mod records;
 pub mod side;
 mod side_client;
 mod subscription;
+#[allow(dead_code)]
+pub(crate) mod time;
 pub mod wait;
 #[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
 pub(crate) mod waiters;

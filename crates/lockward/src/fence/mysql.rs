@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use mysql_async::Params;
 
 use super::{Fenced, FencedResource};
-use crate::backend::mysql::conn::Db;
+use crate::backend::mysql::core::Db;
 use crate::error::{Error, Result};
 use crate::url::StoreUrl;
 

@@ -71,14 +71,14 @@ impl RedisRegister {
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(Self::unavailable)?;
-        match reply.first().and_then(crate::backend::redis::int) {
+        match reply.first().and_then(crate::backend::redis::codec::int) {
             Some(1) => Ok(()),
             _ => Err(Error::Stale {
                 key: key.to_string(),
                 fence,
                 current: reply
                     .get(1)
-                    .and_then(crate::backend::redis::int)
+                    .and_then(crate::backend::redis::codec::int)
                     .and_then(|c| u64::try_from(c).ok())
                     .unwrap_or(0),
             }),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions};
 
-use super::mutex::{EtcdBackend, CALL_TIMEOUT, CONNECT_TIMEOUT};
+use super::core::{EtcdBackend, CALL_TIMEOUT, CONNECT_TIMEOUT};
 use super::url::EtcdUrl;
 use crate::error::{Error, Result};
 

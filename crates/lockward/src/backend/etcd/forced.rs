@@ -8,7 +8,8 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget};
 use etcd_client::{Txn, TxnOp};
 
-use super::{keys, EtcdBackend};
+use super::core::EtcdBackend;
+use super::keys;
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;

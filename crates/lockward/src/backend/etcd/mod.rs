@@ -43,6 +43,8 @@
 #[cfg(feature = "etcd")]
 mod conn;
 #[cfg(feature = "etcd")]
+mod core;
+#[cfg(feature = "etcd")]
 pub(crate) mod doctor;
 #[cfg(feature = "etcd")]
 mod forced;
@@ -64,6 +66,6 @@ pub mod url;
 #[cfg(feature = "etcd")]
 pub(crate) use conn::side_client;
 #[cfg(feature = "etcd")]
-pub use mutex::*;
+pub use core::{EtcdBackend, CAPABILITIES};
 
 pub use url::EtcdUrl;

@@ -40,8 +40,8 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, PutOptions, Txn, TxnOp, TxnOpResponse,
 };
 
+use super::core::{lease_seconds, EtcdBackend, Held};
 use super::keys::{escape, unescape};
-use super::mutex::{lease_seconds, EtcdBackend, Held};
 use crate::backend::{holder_row, no_permits, LockBackend, PermitBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;

@@ -11,8 +11,8 @@ use etcd_client::{
     TxnOpResponse, WatchOptions,
 };
 
+use super::core::{contender_value, Contender, EtcdBackend, Place, Wait, WATCH_SAFETY_NET};
 use super::keys;
-use super::mutex::{contender_value, Contender, EtcdBackend, Place, Wait, WATCH_SAFETY_NET};
 use crate::backend::{Grant, Kind, Request};
 use crate::error::Result;
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client::GetOptions;
 
+use super::core::{Contender, EtcdBackend, Wait};
 use super::keys;
-use super::mutex::{Contender, EtcdBackend, Wait};
 use crate::backend::{Grant, Kind, Request};
 use crate::error::Result;
 use crate::lease::LockInfo;

@@ -6,7 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 
-use super::{keys, EtcdBackend};
+use super::core::EtcdBackend;
+use super::keys;
 use crate::backend::{RecordBackend, Versioned};
 use crate::error::Result;
 use crate::name::Name;

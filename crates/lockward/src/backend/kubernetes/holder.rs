@@ -4,12 +4,11 @@
 //! `leaseDurationSeconds` on this process's clock).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::LeaseSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 
-use super::KubernetesBackend;
 use crate::owner::OwnerId;
 
 /// The annotation holding the fence of the holder named in
@@ -78,46 +77,6 @@ impl Record {
     /// Nobody holds it: never taken, or released.
     pub(super) fn is_free(&self) -> bool {
         self.holder.is_empty()
-    }
-}
-
-/// A Lease held by someone else, as this process last saw it change.
-#[derive(Debug, Clone)]
-pub(crate) struct Observation {
-    record: Record,
-    seen: Instant,
-}
-
-impl KubernetesBackend {
-    /// How long the holder of `object` keeps it unless it renews: its
-    /// duration from the moment this process first saw the record as it is
-    /// now (never from `renewTime`, which another host's clock wrote).
-    pub(super) fn time_left(&self, object: &str, record: &Record) -> Duration {
-        let now = Instant::now();
-        let mut observed = self.observed.lock().unwrap_or_else(|e| e.into_inner());
-        let seen = match observed.get(object) {
-            Some(o) if o.record == *record => o.seen,
-            _ => {
-                observed.insert(
-                    object.to_string(),
-                    Observation {
-                        record: record.clone(),
-                        seen: now,
-                    },
-                );
-                now
-            }
-        };
-        let duration = Duration::from_secs(record.duration.max(0) as u64);
-        (seen + duration).saturating_duration_since(now)
-    }
-
-    /// Drops what was observed of `object` (taken or found free by us).
-    pub(super) fn forget(&self, object: &str) {
-        self.observed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(object);
     }
 }
 

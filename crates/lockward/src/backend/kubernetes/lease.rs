@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{ListParams, PostParams, WatchParams};
+use kube::api::{ListParams, PostParams};
 
 use super::holder::{self, Record};
-use super::{names, watch::LeaseWatch, KubernetesBackend};
+use super::watch::LeaseWatch;
+use super::{names, KubernetesBackend};
 use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
@@ -65,7 +66,7 @@ impl LockBackend for KubernetesBackend {
         };
         let record = Record::of(lease.spec.as_ref());
         if !record.is_free() && record.holder != identity {
-            let left = self.time_left(&object, &record);
+            let left = self.observed.time_left(&object, &record);
             if !left.is_zero() {
                 return Ok(Attempt::Held {
                     expires_in: Some(left),
@@ -83,7 +84,7 @@ impl LockBackend for KubernetesBackend {
             .await
         {
             Ok(_) => {
-                self.forget(&object);
+                self.observed.forget(&object);
                 Ok(Attempt::Granted { fence })
             }
             // Another candidate wrote first, or the Lease was deleted: the
@@ -109,7 +110,7 @@ impl LockBackend for KubernetesBackend {
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
         self.update_own(name, owner, holder::released).await?;
-        self.forget(&self.lease_name(name)?);
+        self.observed.forget(&self.lease_name(name)?);
         Ok(())
     }
 
@@ -124,7 +125,7 @@ impl LockBackend for KubernetesBackend {
             holder::released,
         )
         .await?;
-        self.forget(&self.lease_name(name)?);
+        self.observed.forget(&self.lease_name(name)?);
         Ok(())
     }
 
@@ -146,7 +147,7 @@ impl LockBackend for KubernetesBackend {
             |spec| holder::taken(Some(spec), &identity, left),
         )
         .await?;
-        self.forget(&self.lease_name(name)?);
+        self.observed.forget(&self.lease_name(name)?);
         Ok(())
     }
 
@@ -216,7 +217,7 @@ impl KubernetesBackend {
         };
         match self.leases.create(&PostParams::default(), &lease).await {
             Ok(_) => {
-                self.forget(object);
+                self.observed.forget(object);
                 Ok(Attempt::Granted { fence })
             }
             Err(kube::Error::Api(s)) if s.is_already_exists() || s.is_conflict() => {
@@ -302,7 +303,7 @@ impl KubernetesBackend {
         if record.is_free() {
             return None;
         }
-        let left = self.time_left(object, &record);
+        let left = self.observed.time_left(object, &record);
         if left.is_zero() {
             return None;
         }
@@ -330,12 +331,4 @@ impl KubernetesBackend {
                 ),
             })
     }
-}
-
-/// Watches of one object end on the server's side after this long, before
-/// the client's read timeout, and are opened again.
-pub(super) fn watch_params(object: &str) -> WatchParams {
-    WatchParams::default()
-        .fields(&format!("metadata.name={object}"))
-        .timeout(10)
 }

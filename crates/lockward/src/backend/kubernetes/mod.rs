@@ -28,7 +28,7 @@
 //! - **Records** are ConfigMaps (see `records.rs`).
 
 #[cfg(feature = "kubernetes")]
-mod conn;
+mod core;
 #[cfg(feature = "kubernetes")]
 pub(crate) mod doctor;
 #[cfg(feature = "kubernetes")]
@@ -36,6 +36,8 @@ mod holder;
 #[cfg(feature = "kubernetes")]
 mod lease;
 pub mod names;
+#[cfg(feature = "kubernetes")]
+mod observed;
 #[cfg(feature = "kubernetes")]
 mod records;
 #[cfg(feature = "kubernetes")]
@@ -45,7 +47,7 @@ pub mod url;
 mod watch;
 
 #[cfg(feature = "kubernetes")]
-pub use conn::KubernetesBackend;
+pub use core::KubernetesBackend;
 #[cfg(feature = "kubernetes")]
 pub use lease::CAPABILITIES;
 pub use url::KubernetesUrl;

@@ -9,12 +9,11 @@ use async_trait::async_trait;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::WatchEvent;
+use kube::api::{WatchEvent, WatchParams};
 use kube::Api;
 
-use super::conn::api_error;
+use super::core::api_error;
 use super::holder::Record;
-use super::lease::watch_params;
 use crate::backend::Wakeup;
 use crate::error::Result;
 
@@ -80,4 +79,12 @@ impl Wakeup for LeaseWatch {
             },
         }
     }
+}
+
+/// Watches of one object end on the server's side after this long, before
+/// the client's read timeout, and are opened again.
+pub(super) fn watch_params(object: &str) -> WatchParams {
+    WatchParams::default()
+        .fields(&format!("metadata.name={object}"))
+        .timeout(10)
 }

@@ -27,9 +27,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use mysql_async::Conn;
 
-use super::mutex::MysqlBackend;
 use super::sessions::{Sessions, Waiting};
 use crate::backend::wait::{
     sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
@@ -42,6 +42,15 @@ use crate::owner::OwnerId;
 /// How long a waiter waits for the baton when the row says nothing of the
 /// holder's lease (it was just released): it looks again after.
 const BLIND_WAIT: Duration = Duration::from_secs(1);
+
+/// What a baton needs of its store: one try at the row, on the baton
+/// holder's session when there is one (there the baton counts as the
+/// caller's, and a free row goes to it).
+#[async_trait]
+pub(super) trait TryRow: Sync {
+    /// One try at the row of `req`, on the pool or on `session`.
+    async fn try_row(&self, req: &Request<'_>, session: Option<&mut Conn>) -> Result<Attempt>;
+}
 
 /// The batons of one store: its sessions, and the batons its holders keep.
 pub(super) struct Batons {
@@ -74,7 +83,7 @@ impl Batons {
     /// which gives the baton up.
     pub(super) async fn wait(
         &self,
-        backend: &MysqlBackend,
+        backend: &impl TryRow,
         req: &Request<'_>,
         deadline: Option<Instant>,
     ) -> Result<Option<Grant>> {
@@ -88,7 +97,7 @@ impl Batons {
             // The baton's holder tries on its own session: there the baton
             // counts as its own, and a free row goes to it.
             let on = session.as_mut().filter(|_| baton).map(Waiting::conn);
-            let expires_in = match backend.attempt(req, on).await {
+            let expires_in = match backend.try_row(req, on).await {
                 Ok(Attempt::Granted { fence }) => {
                     if let Some(waiting) = session.take() {
                         let conn = waiting.take();

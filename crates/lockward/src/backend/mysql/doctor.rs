@@ -6,7 +6,7 @@ use std::time::Instant;
 use mysql_async::prelude::Queryable;
 use mysql_async::Params;
 
-use super::conn::Db;
+use super::core::Db;
 use super::url::{MysqlMode, MysqlUrl};
 use crate::finding::{clock_finding, local_ms, Finding, Level};
 

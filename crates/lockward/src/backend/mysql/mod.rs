@@ -11,7 +11,7 @@
 #[cfg(feature = "mysql")]
 mod baton;
 #[cfg(feature = "mysql")]
-pub(crate) mod conn;
+pub(crate) mod core;
 #[cfg(feature = "mysql")]
 pub(crate) mod doctor;
 #[cfg(feature = "mysql")]

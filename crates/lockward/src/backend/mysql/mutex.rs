@@ -46,8 +46,10 @@ use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params};
 
-use super::conn::{self, micros, remaining, Db};
+use super::baton::TryRow;
+use super::core::{self, like_prefix, name_param, Db};
 use super::url::MysqlUrl;
+use crate::backend::time::{from_micros, micros};
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::Result;
 use crate::lease::LockInfo;
@@ -132,22 +134,9 @@ fn info((name, owner, holder, fence, left): Row) -> LockInfo {
         owner,
         holder,
         fence: Some(fence),
-        expires_in: Some(remaining(left)),
+        expires_in: Some(from_micros(left)),
         waiters: None,
     }
-}
-
-/// `prefix` as a `LIKE` pattern that matches it literally, then anything.
-pub(super) fn like_prefix(prefix: &str) -> Vec<u8> {
-    let mut pattern = Vec::with_capacity(prefix.len() + 1);
-    for b in prefix.bytes() {
-        if matches!(b, b'|' | b'%' | b'_') {
-            pattern.push(b'|');
-        }
-        pattern.push(b);
-    }
-    pattern.push(b'%');
-    pattern
 }
 
 /// What the lease mode guarantees, known without a connection (its
@@ -181,7 +170,7 @@ impl MysqlBackend {
     /// table it created stays.
     pub async fn connect(url: &MysqlUrl) -> Result<Self> {
         let db = Arc::new(Db::connect(url).await?);
-        conn::create_tables(&db, &url.table).await?;
+        core::create_tables(&db, &url.table).await?;
         Ok(MysqlBackend {
             records: super::records::Records::new(db.clone(), &url.table),
             batons: super::baton::Batons::new(
@@ -192,14 +181,13 @@ impl MysqlBackend {
             sql: Sql::new(&url.table),
         })
     }
+}
 
+#[async_trait]
+impl TryRow for MysqlBackend {
     /// One try at the row of `req`, on the pool or on `session` (the
     /// baton holder's: the baton then counts as this caller's).
-    pub(super) async fn attempt(
-        &self,
-        req: &Request<'_>,
-        session: Option<&mut Conn>,
-    ) -> Result<Attempt> {
+    async fn try_row(&self, req: &Request<'_>, session: Option<&mut Conn>) -> Result<Attempt> {
         let params = Params::Positional(vec![
             req.name.as_str().as_bytes().into(),
             req.owner.to_string().into(),
@@ -212,12 +200,12 @@ impl MysqlBackend {
             None => self.db.exec(&self.sql.acquire, params).await?,
             Some(conn) => {
                 let ran = conn.exec_drop(&self.sql.acquire, params);
-                match tokio::time::timeout(conn::STATEMENT_TIMEOUT, ran).await {
-                    Ok(Ok(())) => conn::Changed {
+                match tokio::time::timeout(core::STATEMENT_TIMEOUT, ran).await {
+                    Ok(Ok(())) => core::Changed {
                         rows: conn.affected_rows(),
                         last_insert_id: conn.last_insert_id(),
                     },
-                    Ok(Err(e)) => return Err(conn::my_error(self.db.address(), &e)),
+                    Ok(Err(e)) => return Err(core::my_error(self.db.address(), &e)),
                     Err(_) => return Err(self.db.timed_out()),
                 }
             }
@@ -232,7 +220,7 @@ impl MysqlBackend {
             .rows(&self.sql.remaining, name_param(req.name))
             .await?;
         Ok(Attempt::Held {
-            expires_in: left.first().map(|us| remaining(*us)),
+            expires_in: left.first().map(|us| from_micros(*us)),
         })
     }
 }
@@ -248,7 +236,7 @@ impl LockBackend for MysqlBackend {
     }
 
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        self.attempt(req, None).await
+        self.try_row(req, None).await
     }
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
@@ -309,19 +297,3 @@ impl LockBackend for MysqlBackend {
 }
 
 super::records::delegate_records!(MysqlBackend);
-
-/// One parameter: the name's bytes.
-pub(super) fn name_param(name: &Name) -> Params {
-    Params::Positional(vec![name.as_str().as_bytes().into()])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::like_prefix;
-
-    #[test]
-    fn a_prefix_matches_itself_literally() {
-        assert_eq!(like_prefix("a_b%c|"), b"a|_b|%c||%".to_vec());
-        assert_eq!(like_prefix(""), b"%".to_vec());
-    }
-}

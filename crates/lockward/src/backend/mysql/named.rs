@@ -31,8 +31,7 @@ use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params};
 
-use super::conn::Db;
-use super::mutex::like_prefix;
+use super::core::{like_prefix, Db};
 use super::sessions::Sessions;
 use super::url::MysqlUrl;
 use crate::backend::wait::{OUTAGE_MAX, OUTAGE_MIN};
@@ -82,7 +81,7 @@ impl NamedBackend {
     /// it created stays.
     pub async fn connect(url: &MysqlUrl) -> Result<Self> {
         let db = Arc::new(Db::connect(url).await?);
-        super::conn::create_tables(&db, &url.table).await?;
+        super::core::create_tables(&db, &url.table).await?;
         Ok(NamedBackend {
             records: super::records::Records::new(db.clone(), &url.table),
             sessions: Sessions::new(url, db.clone()),
@@ -102,7 +101,7 @@ impl NamedBackend {
     }
 
     fn error(&self, e: &mysql_async::Error) -> Error {
-        super::conn::my_error(self.db.address(), e)
+        super::core::my_error(self.db.address(), e)
     }
 
     /// With the lock held on `conn`: raises the name's fence and records

@@ -9,8 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mysql_async::Params;
 
-use super::conn::{micros, Db};
-use super::mutex::{like_prefix, name_param};
+use super::core::{like_prefix, name_param, Db};
+use crate::backend::time::micros;
 use crate::backend::{RecordBackend, Versioned};
 use crate::error::Result;
 use crate::name::Name;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Params};
 
-use super::conn::{my_error, Db};
+use super::core::{my_error, Db};
 use super::url::MysqlUrl;
 use crate::error::Result;
 

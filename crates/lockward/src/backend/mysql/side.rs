@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use mysql_async::Params;
 
-use super::conn::Db;
+use super::core::Db;
 use super::url::MysqlUrl;
 use crate::backend::side_client::{ServerBytes, SideClient};
 use crate::error::Result;

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::conn;
+use super::core;
 use super::records::RecordTables;
 use super::sessions::{Session, Sessions, Waiting};
 use super::url::PostgresUrl;
@@ -49,7 +49,7 @@ const PING_TIMEOUT: Duration = Duration::from_secs(2);
 /// Advisory mode.
 pub struct AdvisoryBackend {
     address: String,
-    shared: conn::Shared,
+    shared: core::Shared,
     table: String,
     /// The connection holding each of this store's locks.
     held: Mutex<HashMap<(Name, OwnerId), Holding>>,
@@ -74,10 +74,10 @@ impl AdvisoryBackend {
     /// Connects and creates the bookkeeping table if needed.
     pub async fn connect(url: &PostgresUrl) -> Result<Self> {
         let address = url.to_string();
-        let client = conn::open(url, &address, |_| {}, || {}).await?;
-        conn::create_schema(&client, &url.table, &address).await?;
+        let client = core::open(url, &address, |_| {}, || {}).await?;
+        core::create_schema(&client, &url.table, &address).await?;
         Ok(AdvisoryBackend {
-            shared: conn::Shared::new(url.clone(), address.clone(), client),
+            shared: core::Shared::new(url.clone(), address.clone(), client),
             table: url.table.clone(),
             sessions: Sessions::new(url, &address),
             address,
@@ -172,7 +172,7 @@ impl LockBackend for AdvisoryBackend {
             .query(&sql, &[&key, &row_name, &owner, &req.label])
             .await
             .map(|rows| rows.into_iter().next())
-            .map_err(|e| conn::pg_error(&self.address, &e))?;
+            .map_err(|e| core::pg_error(&self.address, &e))?;
         match row {
             Some(row) => {
                 let fence = self.record(req, client, row.get(0));
@@ -195,7 +195,7 @@ impl LockBackend for AdvisoryBackend {
         client
             .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
             .await
-            .map_err(|e| conn::pg_error(&self.address, &e))?;
+            .map_err(|e| core::pg_error(&self.address, &e))?;
         let shared = req.kind == Kind::Reader;
         let sql = self.take_sql(true, shared);
         let key = self.lock_key(req.name);
@@ -212,7 +212,7 @@ impl LockBackend for AdvisoryBackend {
                 client
                     .batch_execute("RESET statement_timeout")
                     .await
-                    .map_err(|e| conn::pg_error(&self.address, &e))?;
+                    .map_err(|e| core::pg_error(&self.address, &e))?;
                 let fence = self.record(req, client, row.get(0));
                 Ok(Some(Grant {
                     fence,
@@ -227,7 +227,7 @@ impl LockBackend for AdvisoryBackend {
             }),
             // 57014: statement_timeout, our deadline.
             Err(e) if e.code().is_some_and(|c| c.code() == "57014") => Ok(None),
-            Err(e) => Err(conn::pg_error(&self.address, &e)),
+            Err(e) => Err(core::pg_error(&self.address, &e)),
         }
     }
 
@@ -246,7 +246,7 @@ impl LockBackend for AdvisoryBackend {
                     name: name.to_string(),
                 })
             }
-            Ok(Err(e)) => Err(conn::pg_error(&self.address, &e)),
+            Ok(Err(e)) => Err(core::pg_error(&self.address, &e)),
             Err(_) => Err(Error::Unavailable {
                 address: self.address.clone(),
                 message: format!("the holding session did not answer within {PING_TIMEOUT:?}"),
@@ -282,7 +282,7 @@ impl LockBackend for AdvisoryBackend {
             }
             Ok(false) => Err(not_owner()),
             Err(_) if client.is_closed() => Err(not_owner()),
-            Err(e) => Err(conn::pg_error(&self.address, &e)),
+            Err(e) => Err(core::pg_error(&self.address, &e)),
         }
     }
 
@@ -316,7 +316,7 @@ impl LockBackend for AdvisoryBackend {
 }
 
 impl RecordTables for AdvisoryBackend {
-    fn shared(&self) -> &conn::Shared {
+    fn shared(&self) -> &core::Shared {
         &self.shared
     }
 

@@ -43,8 +43,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::lease::{millis, LeaseBackend};
+use async_trait::async_trait;
+
 use super::sessions::{Session, Sessions, Waiting};
+use crate::backend::time::millis;
 use crate::backend::wait::{
     sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
 };
@@ -84,6 +86,31 @@ pub(super) fn key_sql(table: &str, n: u8) -> String {
 /// timeouts take 1 ms to `i32::MAX` ms, about 24 days).
 pub(super) fn setting(value: Duration) -> String {
     millis(value).clamp(1, i64::from(i32::MAX)).to_string()
+}
+
+/// What a baton needs of its store's rows: the steps of a turn.
+#[async_trait]
+pub(super) trait BatonRow: Sync {
+    /// One try at the row of `req`, on the shared connection.
+    async fn attempt(&self, req: &Request<'_>) -> Result<Attempt>;
+
+    /// One try at the row of `req` on `client`, the session holding the
+    /// name's baton (where a free row is ours).
+    async fn attempt_with_baton(&self, req: &Request<'_>, client: &Session) -> Result<Attempt>;
+
+    /// Waits up to `bound` on `client` for the baton of `req`'s name, then
+    /// tries the row, in one statement: `None` when the bound passed, else
+    /// the try's answer and how long the server waited for the baton.
+    async fn wait_then_attempt(
+        &self,
+        req: &Request<'_>,
+        client: &Session,
+        bound: Duration,
+    ) -> Result<Option<(Attempt, Duration)>>;
+
+    /// A wakeup at the release of the row of `name`, asked for in the row:
+    /// `None` when it was no longer held, else the holder's time left.
+    async fn tell_me_of_release(&self, name: &Name) -> Result<Option<(Waiter, Duration)>>;
 }
 
 /// The batons of one store: its sessions, and the batons its holders keep.
@@ -135,7 +162,7 @@ impl Batons {
     /// until its lease ends, as a grant in flight does on any store.
     pub(super) async fn wait(
         &self,
-        backend: &LeaseBackend,
+        backend: &impl BatonRow,
         req: &Request<'_>,
         deadline: Option<Instant>,
     ) -> Result<Option<Grant>> {

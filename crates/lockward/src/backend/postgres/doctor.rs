@@ -2,13 +2,13 @@
 
 use std::time::Instant;
 
-use super::conn;
+use super::core;
 use super::url::{PostgresMode, PostgresUrl};
 use crate::finding::{clock_finding, local_ms, Finding, Level};
 
 pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
     let address = url.to_string();
-    let client = match conn::open(url, &address, |_| {}, || {}).await {
+    let client = match core::open(url, &address, |_| {}, || {}).await {
         Ok(c) => c,
         Err(e) => return vec![Finding::new(Level::Error, "connect", e.to_string())],
     };
@@ -31,7 +31,7 @@ pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
         ));
     }
     if url.mode == PostgresMode::Lease {
-        out.push(if conn::ends_idle_sessions(&client).await {
+        out.push(if core::ends_idle_sessions(&client).await {
             Finding::new(
                 Level::Ok,
                 "waiting",

@@ -7,28 +7,21 @@ use async_trait::async_trait;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::baton::{self, Batons, BATON_IDLE, HOLDER_IDLE_MARGIN};
-use super::permits::PermitSql;
+use super::baton::{self, BatonRow, Batons, BATON_IDLE, HOLDER_IDLE_MARGIN};
+use super::permit_sql::PermitSql;
 use super::sessions::{Session, Sessions};
 use super::statements::Sql;
-use super::url::{PostgresMode, PostgresUrl};
-use super::{advisory, conn, listen};
+use super::url::PostgresUrl;
+use super::{core, listen};
+use crate::backend::time::{from_millis, millis};
 use crate::backend::waiters::Waiter;
 use crate::backend::{
-    Attempt, Backend, Capabilities, Grant, LockBackend, PermitBackend, Request, Subscription,
+    Attempt, Capabilities, Grant, LockBackend, PermitBackend, Request, Subscription,
 };
 use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-
-/// Opens the backend the URL's mode names.
-pub async fn connect(url: &PostgresUrl) -> Result<Arc<dyn Backend>> {
-    match url.mode {
-        PostgresMode::Lease => Ok(Arc::new(LeaseBackend::connect(url).await?)),
-        PostgresMode::Advisory => Ok(Arc::new(advisory::AdvisoryBackend::connect(url).await?)),
-    }
-}
 
 /// How long a watch marks its name as watched (releases notify meanwhile).
 const WATCH_KEEP: Duration = Duration::from_secs(600);
@@ -36,30 +29,22 @@ const WATCH_KEEP: Duration = Duration::from_secs(600);
 /// Lease mode.
 pub struct LeaseBackend {
     pub(super) address: String,
-    pub(super) shared: Arc<conn::Shared>,
+    pub(super) shared: Arc<core::Shared>,
     pub(super) listener: Arc<listen::Listener>,
     pub(super) sql: Sql,
     pub(super) permit_sql: PermitSql,
     batons: Batons,
 }
 
-pub(super) fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-pub(super) fn remaining(ms: i64) -> Duration {
-    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
-}
-
 impl LeaseBackend {
     /// Connects and creates the table if needed.
     pub async fn connect(url: &PostgresUrl) -> Result<Self> {
         let address = url.to_string();
-        let client = conn::open(url, &address, |_| {}, || {}).await?;
-        conn::create_schema(&client, &url.table, &address).await?;
-        let batons_work = conn::ends_idle_sessions(&client).await;
+        let client = core::open(url, &address, |_| {}, || {}).await?;
+        core::create_schema(&client, &url.table, &address).await?;
+        let batons_work = core::ends_idle_sessions(&client).await;
         Ok(LeaseBackend {
-            shared: Arc::new(conn::Shared::new(url.clone(), address.clone(), client)),
+            shared: Arc::new(core::Shared::new(url.clone(), address.clone(), client)),
             listener: listen::Listener::new(url.clone(), address.clone()),
             sql: Sql::new(&url.table),
             permit_sql: PermitSql::new(&url.table),
@@ -67,9 +52,12 @@ impl LeaseBackend {
             address,
         })
     }
+}
 
+#[async_trait]
+impl BatonRow for LeaseBackend {
     /// One try at the row of `req`, on the shared connection.
-    pub(super) async fn attempt(&self, req: &Request<'_>) -> Result<Attempt> {
+    async fn attempt(&self, req: &Request<'_>) -> Result<Attempt> {
         let owner = req.owner.to_string();
         let params: [&(dyn ToSql + Sync); 4] =
             [&req.name.as_str(), &owner, &req.label, &millis(req.ttl)];
@@ -80,11 +68,7 @@ impl LeaseBackend {
     /// One try at the row of `req` on `client`, the session holding the
     /// name's baton (where a free row is ours); granted, the server ends
     /// the session once it idles past the lease.
-    pub(super) async fn attempt_with_baton(
-        &self,
-        req: &Request<'_>,
-        client: &Session,
-    ) -> Result<Attempt> {
+    async fn attempt_with_baton(&self, req: &Request<'_>, client: &Session) -> Result<Attempt> {
         let owner = req.owner.to_string();
         let (ttl, idle) = (
             millis(req.ttl),
@@ -96,7 +80,7 @@ impl LeaseBackend {
                 &[&req.name.as_str(), &owner, &req.label, &ttl, &idle],
             )
             .await
-            .map_err(|e| conn::pg_error(&self.address, &e))?;
+            .map_err(|e| core::pg_error(&self.address, &e))?;
         Ok(Self::granted_or_held(rows.first()))
     }
 
@@ -104,7 +88,7 @@ impl LeaseBackend {
     /// tries the row, in one statement. `None` when the bound passed;
     /// else the baton is this session's, and the try's answer comes with,
     /// when granted, how long the server waited for the baton first.
-    pub(super) async fn wait_then_attempt(
+    async fn wait_then_attempt(
         &self,
         req: &Request<'_>,
         client: &Session,
@@ -143,7 +127,7 @@ impl LeaseBackend {
             {
                 Ok(None)
             }
-            Err(e) => Err(conn::pg_error(&self.address, &e)),
+            Err(e) => Err(core::pg_error(&self.address, &e)),
         }
     }
 
@@ -151,10 +135,7 @@ impl LeaseBackend {
     /// without the baton: a wakeup at the row's release, asked for in the
     /// row (so that release notifies). `None` when the row was no longer
     /// held, else the holder's time left.
-    pub(super) async fn tell_me_of_release(
-        &self,
-        name: &Name,
-    ) -> Result<Option<(Waiter, Duration)>> {
+    async fn tell_me_of_release(&self, name: &Name) -> Result<Option<(Waiter, Duration)>> {
         let wakeup = self
             .listener
             .listen(&self.sql.table, Some(name.as_str()))
@@ -162,9 +143,11 @@ impl LeaseBackend {
         let rows = self
             .run(&self.sql.ask_to_be_told, &[&name.as_str()])
             .await?;
-        Ok(rows.first().map(|r| (wakeup, remaining(r.get(0)))))
+        Ok(rows.first().map(|r| (wakeup, from_millis(r.get(0)))))
     }
+}
 
+impl LeaseBackend {
     /// The attempt's answer, from its row: the fence, or how long the
     /// holder's lease has left (no row: free, but not ours).
     fn granted_or_held(row: Option<&Row>) -> Attempt {
@@ -173,7 +156,7 @@ impl LeaseBackend {
                 fence: u64::try_from(fence).unwrap_or(0),
             },
             Some((None, left)) => Attempt::Held {
-                expires_in: left.map(remaining),
+                expires_in: left.map(from_millis),
             },
             None => Attempt::Held { expires_in: None },
         }
@@ -237,7 +220,7 @@ fn info(row: &tokio_postgres::Row) -> LockInfo {
         owner: row.get(1),
         holder: row.get(2),
         fence: u64::try_from(row.get::<_, i64>(3)).ok(),
-        expires_in: Some(remaining(row.get(4))),
+        expires_in: Some(from_millis(row.get(4))),
         waiters: None,
     }
 }
@@ -352,7 +335,7 @@ impl LockBackend for LeaseBackend {
 }
 
 impl super::records::RecordTables for LeaseBackend {
-    fn shared(&self) -> &conn::Shared {
+    fn shared(&self) -> &core::Shared {
         &self.shared
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio_postgres::{AsyncMessage, Client};
 
-use super::conn;
+use super::core;
 use super::url::PostgresUrl;
 use crate::backend::waiters::{Waiter, Waiters};
 use crate::error::Result;
@@ -47,7 +47,7 @@ impl Listener {
             Some((client, listening)) if !client.is_closed() => (client, listening),
             _ => {
                 let (on_message, on_close) = (self.waiters.clone(), self.waiters.clone());
-                let client = conn::open(
+                let client = core::open(
                     &self.url,
                     &self.address,
                     move |message| {
@@ -81,7 +81,7 @@ impl Listener {
             client
                 .batch_execute(&sql)
                 .await
-                .map_err(|e| conn::pg_error(&self.address, &e))?;
+                .map_err(|e| core::pg_error(&self.address, &e))?;
         }
         Ok(wakeup)
     }

@@ -25,13 +25,15 @@ pub mod advisory;
 #[cfg(feature = "postgres")]
 mod baton;
 #[cfg(feature = "postgres")]
-pub(crate) mod conn;
+pub(crate) mod core;
 #[cfg(feature = "postgres")]
 pub(crate) mod doctor;
 #[cfg(feature = "postgres")]
 mod lease;
 #[cfg(feature = "postgres")]
 mod listen;
+#[cfg(feature = "postgres")]
+mod permit_sql;
 #[cfg(feature = "postgres")]
 mod permits;
 #[cfg(feature = "postgres")]
@@ -44,6 +46,19 @@ pub mod side;
 mod statements;
 pub mod url;
 #[cfg(feature = "postgres")]
-pub use lease::*;
+pub use lease::{LeaseBackend, CAPABILITIES};
 
 pub use url::{PostgresMode, PostgresUrl};
+
+/// Opens the backend the URL's mode names.
+#[cfg(feature = "postgres")]
+pub async fn connect(
+    url: &PostgresUrl,
+) -> crate::error::Result<std::sync::Arc<dyn crate::backend::Backend>> {
+    match url.mode {
+        PostgresMode::Lease => Ok(std::sync::Arc::new(LeaseBackend::connect(url).await?)),
+        PostgresMode::Advisory => Ok(std::sync::Arc::new(
+            advisory::AdvisoryBackend::connect(url).await?,
+        )),
+    }
+}

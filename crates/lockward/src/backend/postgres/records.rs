@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::conn::Shared;
+use super::core::Shared;
+use crate::backend::time::millis;
 use crate::backend::{RecordBackend, Versioned};
 use crate::error::Result;
 use crate::name::Name;
@@ -17,10 +18,6 @@ pub(super) trait RecordTables: Send + Sync + 'static {
     fn shared(&self) -> &Shared;
     /// The lock table's name.
     fn table(&self) -> &str;
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 #[async_trait]

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row};
 
-use super::conn;
+use super::core;
 use super::url::PostgresUrl;
 use crate::error::Result;
 
@@ -20,14 +20,14 @@ const MAX_IDLE: usize = 16;
 /// statement is then one round trip with nothing to parse or plan).
 pub(super) struct Session {
     client: Client,
-    prepared: conn::Prepared,
+    prepared: core::Prepared,
 }
 
 impl Session {
     fn new(client: Client) -> Session {
         Session {
             client,
-            prepared: conn::Prepared::default(),
+            prepared: core::Prepared::default(),
         }
     }
 
@@ -76,7 +76,7 @@ impl Sessions {
         match reusable {
             Some(c) => Ok(c),
             None => Ok(Session::new(
-                conn::open(&self.url, &self.address, |_| {}, || {}).await?,
+                core::open(&self.url, &self.address, |_| {}, || {}).await?,
             )),
         }
     }

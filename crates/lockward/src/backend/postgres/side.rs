@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::conn;
+use super::core;
 use super::url::{PostgresMode, PostgresUrl};
 use crate::backend::side_client::{ServerBytes, SideClient};
 use crate::error::Result;
@@ -21,7 +21,7 @@ impl PostgresSide {
     /// Connects to the server of `url`.
     pub async fn connect(url: &PostgresUrl) -> Result<PostgresSide> {
         let address = url.to_string();
-        let client = conn::open(url, &address, |_| {}, || {}).await?;
+        let client = core::open(url, &address, |_| {}, || {}).await?;
         Ok(PostgresSide {
             client,
             url: url.clone(),
@@ -40,11 +40,11 @@ pub async fn idle_listeners(url: &PostgresUrl, n: usize) -> Result<Vec<tokio_pos
     let address = url.to_string();
     let mut sessions = Vec::with_capacity(n);
     for _ in 0..n {
-        let client = conn::open(url, &address, |_| {}, || {}).await?;
+        let client = core::open(url, &address, |_| {}, || {}).await?;
         client
             .batch_execute("LISTEN another_program_channel")
             .await
-            .map_err(|e| conn::pg_error(&address, &e))?;
+            .map_err(|e| core::pg_error(&address, &e))?;
         sessions.push(client);
     }
     Ok(sessions)
@@ -55,7 +55,7 @@ impl SideClient for PostgresSide {
     async fn floor_round_trip(&mut self) -> Result<Duration> {
         let began = Instant::now();
         let asked = self.client.query_one("SELECT 1", &[]).await;
-        asked.map_err(|e| conn::pg_error(&self.address, &e))?;
+        asked.map_err(|e| core::pg_error(&self.address, &e))?;
         Ok(began.elapsed())
     }
 
@@ -71,7 +71,7 @@ impl SideClient for PostgresSide {
                 &[&self.url.table],
             )
             .await
-            .map_err(|e| conn::pg_error(&self.address, &e))?;
+            .map_err(|e| core::pg_error(&self.address, &e))?;
         Ok(u64::try_from(row.get::<_, i64>(0))
             .ok()
             .map(|bytes| ServerBytes {

@@ -25,7 +25,11 @@
 #[cfg(feature = "redis")]
 pub(crate) mod channels;
 #[cfg(feature = "redis")]
+pub(crate) mod codec;
+#[cfg(feature = "redis")]
 pub(crate) mod conn;
+#[cfg(feature = "redis")]
+mod core;
 #[cfg(feature = "redis")]
 pub(crate) mod doctor;
 #[cfg(feature = "redis")]
@@ -33,7 +37,11 @@ pub mod keys;
 #[cfg(feature = "redis")]
 mod mutex;
 #[cfg(feature = "redis")]
+mod permit_scripts;
+#[cfg(feature = "redis")]
 mod permits;
+#[cfg(feature = "redis")]
+mod reader_scripts;
 #[cfg(feature = "redis")]
 mod readers;
 #[cfg(feature = "redis")]
@@ -44,6 +52,6 @@ pub mod scripts;
 pub mod side;
 pub mod url;
 #[cfg(feature = "redis")]
-pub use mutex::*;
+pub use core::{RedisBackend, CAPABILITIES};
 
 pub use url::RedisUrl;

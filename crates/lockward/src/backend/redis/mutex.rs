@@ -1,172 +1,23 @@
-//! The Redis store: its connections and the lock seam (acquire, wait, extend, release, inspect, list).
+//! Redis's lock seam: acquire, wait in the name's line, extend, release,
+//! inspect, list.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use redis::Value;
 
-use super::url::RedisUrl;
+use super::codec::{int, text};
+use super::core::{RedisBackend, CAPABILITIES};
 use super::{conn, keys};
+use crate::backend::time::ttl_millis;
 use crate::backend::{
     Attempt, Capabilities, Grant, InLine, Kind, Leave, LockBackend, PermitBackend, Request,
     Subscription,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-
-use super::channels::Channels;
-use super::conn::Conn;
-use super::scripts::Scripts;
-
-/// The Redis backend.
-pub struct RedisBackend {
-    pub(super) address: String,
-    pub(super) prefix: String,
-    pub(super) cluster: bool,
-    pub(super) conn: Conn,
-    pub(super) channels: Arc<Channels>,
-    pub(super) scripts: Scripts,
-}
-
-impl RedisBackend {
-    /// Connects to the server of `url`; fails with [`Error::Unavailable`]
-    /// when it cannot be reached or refuses the credentials.
-    pub async fn connect(url: &RedisUrl) -> Result<Self> {
-        let address = url.to_string();
-        if url.tls && !cfg!(feature = "redis-tls") {
-            return Err(Error::Unsupported {
-                scheme: "rediss".into(),
-                why: "TLS to Redis needs lockward's `redis-tls` cargo feature".into(),
-            });
-        }
-        // Files that cannot be read are the URL's fault: say so before
-        // connecting, not as an unreachable server.
-        for (what, path) in url.tls_files() {
-            crate::url_parts::read_file(what, path)?;
-        }
-        let conn = Conn::connect(url, None, false)
-            .await
-            .map_err(|e| conn::connect_error(&address, e))?;
-        Ok(RedisBackend {
-            channels: Channels::new(url.clone()),
-            address,
-            prefix: url.prefix.clone(),
-            cluster: url.cluster,
-            conn,
-            scripts: Scripts::new(),
-        })
-    }
-
-    pub(super) fn keys(&self, name: &Name) -> keys::Keys {
-        keys::keys(&self.prefix, name, self.cluster)
-    }
-
-    /// Runs a script, once more if the connection dropped under it (the
-    /// connection manager reconnects after the failure it reports). Every
-    /// script is safe to repeat; `retried` tells the caller it was.
-    pub(super) async fn invoke<T: redis::FromRedisValue>(
-        &self,
-        call: &redis::ScriptInvocation<'_>,
-    ) -> Result<(T, bool)> {
-        let mut conn = self.conn.clone();
-        match call.invoke_async(&mut conn).await {
-            Ok(v) => Ok((v, false)),
-            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
-                tracing::debug!(address = %self.address, error = %e, "connection dropped; retrying once");
-                call.invoke_async(&mut conn)
-                    .await
-                    .map(|v| (v, true))
-                    .map_err(|e| self.unavailable(e))
-            }
-            Err(e) => Err(self.unavailable(e)),
-        }
-    }
-
-    /// The names starting with `prefix` that have a key ending in
-    /// `suffix` (a semaphore's holders, a read-write lock's readers).
-    pub(super) async fn names_with(&self, prefix: &str, suffix: &str) -> Result<Vec<Name>> {
-        let pattern = keys::scan_pattern(&self.prefix, prefix, self.cluster);
-        let found = conn::scan_all(&self.conn, &format!("{pattern}{suffix}"))
-            .await
-            .map_err(|e| self.unavailable(e))?;
-        let mut names: Vec<Name> = found
-            .iter()
-            .filter_map(|k| k.strip_prefix(self.prefix.as_str()))
-            .filter_map(|k| k.strip_suffix(suffix))
-            .filter_map(|k| keys::name_of(k, self.cluster))
-            .filter_map(|n| Name::new(n).ok())
-            .collect();
-        names.sort();
-        names.dedup();
-        Ok(names)
-    }
-
-    pub(super) fn unavailable(&self, e: redis::RedisError) -> Error {
-        redis_error(&self.address, e)
-    }
-
-    pub(super) fn protocol(&self, message: impl Into<String>) -> Error {
-        Error::Protocol {
-            address: self.address.clone(),
-            message: message.into(),
-        }
-    }
-}
-
-/// A redis-rs error as lockward's (for the other Redis-based backends too). Its text never holds the password: the
-/// address is lockward's redacted one, and redis-rs does not echo AUTH.
-pub(crate) fn redis_error(address: &str, e: redis::RedisError) -> Error {
-    let message = match e.kind() {
-        redis::ErrorKind::AuthenticationFailed => {
-            "authentication failed: check the user and password in the URL".to_string()
-        }
-        _ => e.to_string(),
-    };
-    Error::Unavailable {
-        address: address.to_string(),
-        message,
-    }
-}
-
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-pub(crate) fn int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Int(n) => Some(*n),
-        Value::BulkString(b) => std::str::from_utf8(b).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-pub(crate) fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-/// What RedisBackend guarantees, known without a connection (its
-/// `capabilities()` returns this).
-pub const CAPABILITIES: Capabilities = Capabilities {
-    fifo: true,
-    pushed_wakeups: true,
-    server_detects_loss: false,
-    server_clock: true,
-    expires: true,
-    durable: true,
-    cross_process: true,
-    cross_host: true,
-    permanent_records: false,
-    native_rw_lock: true,
-    native_semaphore: true,
-};
 
 #[async_trait]
 impl LockBackend for RedisBackend {
@@ -194,14 +45,13 @@ impl LockBackend for RedisBackend {
         let keys = self.keys(name);
         let (done, _): (i64, _) = self
             .invoke(
-                self.scripts
-                    .readers
+                self.reader_scripts
                     .extend
                     .key(&keys.lock)
                     .key(&keys.holder)
                     .key(&keys.readers)
                     .arg(owner.to_string())
-                    .arg(millis(ttl)),
+                    .arg(ttl_millis(ttl)),
             )
             .await?;
         crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
@@ -211,8 +61,7 @@ impl LockBackend for RedisBackend {
         let keys = self.keys(name);
         let (done, retried): (i64, _) = self
             .invoke(
-                self.scripts
-                    .readers
+                self.reader_scripts
                     .release
                     .key(&keys.lock)
                     .key(&keys.channel)
@@ -319,7 +168,7 @@ impl RedisBackend {
         let keys = self.keys(req.name);
         // A reader's script takes the same keys and arguments.
         let script = if req.kind == Kind::Reader {
-            &self.scripts.readers.read
+            &self.reader_scripts.read
         } else {
             &self.scripts.acquire
         };
@@ -334,9 +183,9 @@ impl RedisBackend {
                     .key(&keys.channel)
                     .key(&keys.readers)
                     .arg(req.owner.to_string())
-                    .arg(millis(req.ttl))
+                    .arg(ttl_millis(req.ttl))
                     .arg(req.label.unwrap_or(""))
-                    .arg(place.map_or(0, millis)),
+                    .arg(place.map_or(0, ttl_millis)),
             )
             .await?;
         acquire_reply(&reply, &keys).map_err(|message| self.protocol(message))
@@ -345,10 +194,7 @@ impl RedisBackend {
 
 /// What the acquire script answered (see [`super::scripts::ACQUIRE`]), or
 /// why it is not lockward's.
-pub(crate) fn acquire_reply(
-    reply: &[Value],
-    keys: &keys::Keys,
-) -> std::result::Result<Attempt, String> {
+fn acquire_reply(reply: &[Value], keys: &keys::Keys) -> std::result::Result<Attempt, String> {
     let detail = reply.get(1);
     match reply.first().and_then(int) {
         Some(1) => {

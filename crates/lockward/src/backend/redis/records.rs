@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{conn, keys, millis, RedisBackend};
+use super::core::RedisBackend;
+use super::{conn, keys};
+use crate::backend::time::ttl_millis;
 use crate::backend::{RecordBackend, Versioned};
 use crate::error::Result;
 use crate::name::Name;
@@ -19,7 +21,7 @@ impl RecordBackend for RedisBackend {
             .arg(value)
             .arg("NX")
             .arg("PX")
-            .arg(millis(ttl))
+            .arg(ttl_millis(ttl))
             .query_async(&mut self.conn.clone())
             .await
             .map_err(|e| self.unavailable(e))?;
@@ -31,7 +33,7 @@ impl RecordBackend for RedisBackend {
             .arg(keys::record_key(&self.prefix, key, self.cluster))
             .arg(value)
             .arg("PX")
-            .arg(millis(ttl))
+            .arg(ttl_millis(ttl))
             .query_async::<()>(&mut self.conn.clone())
             .await
             .map_err(|e| self.unavailable(e))
@@ -96,7 +98,7 @@ impl RecordBackend for RedisBackend {
         call.key(keys::versioned_key(&self.prefix, key, self.cluster))
             .arg(expected)
             .arg(value)
-            .arg(millis(ttl))
+            .arg(ttl_millis(ttl))
             .arg(OwnerId::random().to_string());
         let (version, _): (u64, bool) = self.invoke(&call).await?;
         Ok((version > 0).then_some(version))

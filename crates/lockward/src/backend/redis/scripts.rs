@@ -206,8 +206,6 @@ pub(crate) struct Scripts {
     pub inspect: Script,
     pub leave: Script,
     pub write_versioned: Script,
-    pub permits: super::permits::PermitScripts,
-    pub readers: super::readers::ReaderScripts,
 }
 
 impl Scripts {
@@ -218,8 +216,6 @@ impl Scripts {
             inspect: Script::new(INSPECT),
             leave: Script::new(&format!("{LINE}{LEAVE}")),
             write_versioned: Script::new(WRITE_VERSIONED),
-            permits: super::permits::PermitScripts::new(),
-            readers: super::readers::ReaderScripts::new(),
         }
     }
 }

@@ -10,9 +10,11 @@ use redis::{Script, Value};
 use super::scripts;
 use super::url::RedlockUrl;
 use crate::backend::redis::channels::Channels;
+use crate::backend::redis::codec::{int, redis_error, text};
 use crate::backend::redis::conn::Conn;
+use crate::backend::redis::keys;
 use crate::backend::redis::scripts::{self as redis_scripts, LINE};
-use crate::backend::redis::{int, keys, millis, redis_error, text};
+use crate::backend::time::ttl_millis;
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
@@ -227,7 +229,7 @@ impl RedlockBackend {
                 if only_new {
                     cmd.arg("NX");
                 }
-                cmd.arg("PX").arg(millis(ttl));
+                cmd.arg("PX").arg(ttl_millis(ttl));
                 async move { cmd.query_async::<Option<String>>(&mut conn.clone()).await }
             })
             .await;
@@ -282,7 +284,7 @@ impl LockBackend for RedlockBackend {
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
         let k = keys::keys(&self.prefix, name, false);
         let owner = owner.to_string();
-        let ttl_ms = millis(ttl);
+        let ttl_ms = ttl_millis(ttl);
         let results = self
             .on_all(node_timeout(ttl), |conn| {
                 let (script, k, owner) = (&self.extend, &k, &owner);

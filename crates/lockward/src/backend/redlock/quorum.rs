@@ -10,7 +10,9 @@ use futures_util::future::join_all;
 use redis::Value;
 
 use super::mutex::{node_timeout, Abandoned, RedlockBackend, Vote};
-use crate::backend::redis::{int, keys, millis, text};
+use crate::backend::redis::codec::{int, text};
+use crate::backend::redis::keys;
+use crate::backend::time::ttl_millis;
 use crate::backend::{Attempt, Request};
 use crate::duration::drift;
 use crate::error::Result;
@@ -29,8 +31,9 @@ impl RedlockBackend {
         let limit = req.ttl.saturating_sub(drift(req.ttl));
         let timeout = node_timeout(req.ttl);
         let owner = req.owner.to_string();
-        let ttl_ms = millis(req.ttl);
-        let (place_ms, ticket) = place.map_or((0, 0), |(lease, ticket)| (millis(lease), ticket));
+        let ttl_ms = ttl_millis(req.ttl);
+        let (place_ms, ticket) =
+            place.map_or((0, 0), |(lease, ticket)| (ttl_millis(lease), ticket));
         // Dropped before it returns (a cancelled wait), this attempt must not
         // leave its keys on the masters until their TTL.
         let mut abandoned = Abandoned {

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{RedlockBackend, NODE_TIMEOUT};
-use crate::backend::redis::{keys, millis};
+use crate::backend::redis::keys;
+use crate::backend::time::ttl_millis;
 use crate::backend::{Attempt, RecordBackend, Request, Versioned};
 use crate::duration::drift;
 use crate::error::{Error, Result};
@@ -179,7 +180,7 @@ impl RedlockBackend {
         let replies = self
             .on_all(NODE_TIMEOUT, |conn| {
                 let mut call = self.write_versioned.key(&k);
-                call.arg(fence).arg(value).arg(millis(ttl));
+                call.arg(fence).arg(value).arg(ttl_millis(ttl));
                 async move { call.invoke_async::<i64>(&mut conn.clone()).await }
             })
             .await;

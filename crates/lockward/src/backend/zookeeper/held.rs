@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
-use super::mutex::{
+use super::core::{
     Contender, Held, Locks, ZookeeperBackend, ABANDON_LIMIT, CALL_TIMEOUT, RETRY_PAUSE,
 };
 use super::session::Session;

@@ -27,6 +27,8 @@
 //! - **Parents** are container nodes, which the server removes once empty.
 
 #[cfg(feature = "zookeeper")]
+mod core;
+#[cfg(feature = "zookeeper")]
 pub(crate) mod doctor;
 #[cfg(feature = "zookeeper")]
 mod held;
@@ -48,6 +50,6 @@ mod session;
 pub mod side;
 pub mod url;
 #[cfg(feature = "zookeeper")]
-pub use mutex::*;
+pub use core::{ZookeeperBackend, CAPABILITIES};
 
 pub use url::ZookeeperUrl;

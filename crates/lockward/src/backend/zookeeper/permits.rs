@@ -22,8 +22,8 @@ use async_trait::async_trait;
 use zookeeper_client as zk;
 use zookeeper_client::{CreateMode, MultiWriteResult};
 
+use super::core::{LeaseHeld, LeaseHolds, ZookeeperBackend, CALL_TIMEOUT};
 use super::held::{delete_until_gone, until_expired};
-use super::mutex::{ZookeeperBackend, CALL_TIMEOUT};
 use super::paths;
 use super::queue::{node_data, random_uuid};
 use super::session::Session;
@@ -39,18 +39,6 @@ pub(super) const INTERNAL_LOCK_WAIT: Duration = Duration::from_secs(2);
 /// How many lease nodes one multi-request creates (each is a few hundred
 /// bytes of a request the server caps at 1 MB).
 const NODES_PER_REQUEST: usize = 500;
-
-/// The semaphore holders this store has, by semaphore and owner.
-pub(super) type LeaseHolds = Arc<Mutex<HashMap<(Name, OwnerId), LeaseHeld>>>;
-
-/// One holder's lease nodes.
-pub(super) struct LeaseHeld {
-    nodes: Vec<String>,
-    epoch: u64,
-    label: Option<String>,
-    expiry: Arc<Mutex<Instant>>,
-    timer: tokio::task::JoinHandle<()>,
-}
 
 impl ZookeeperBackend {
     fn lease_holds(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), LeaseHeld>> {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use zookeeper_client as zk;
 use zookeeper_client::CreateMode;
 
-use super::mutex::{Contender, ZookeeperBackend, CALL_TIMEOUT, RETRY_PAUSE, WATCH_SAFETY_NET};
+use super::core::{Contender, ZookeeperBackend, CALL_TIMEOUT, RETRY_PAUSE, WATCH_SAFETY_NET};
 use super::paths;
 use crate::backend::Request;
 use crate::error::{Error, Result};

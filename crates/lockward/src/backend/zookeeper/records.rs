@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use zookeeper_client as zk;
 use zookeeper_client::CreateMode;
 
-use super::{now_millis, paths, ZookeeperBackend};
+use super::core::{now_millis, ZookeeperBackend};
+use super::paths;
 use crate::backend::{RecordBackend, Versioned};
 use crate::error::Result;
 use crate::name::Name;

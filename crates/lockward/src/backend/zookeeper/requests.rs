@@ -9,7 +9,7 @@ use std::time::Instant;
 use zookeeper_client as zk;
 use zookeeper_client::{Client, CreateMode, CreateOptions};
 
-use super::mutex::{now_millis, ZkResult, ZookeeperBackend, CALL_TIMEOUT, RETRY_PAUSE};
+use super::core::{now_millis, ZkResult, ZookeeperBackend, CALL_TIMEOUT, RETRY_PAUSE};
 use super::paths;
 use super::session::unavailable;
 use crate::error::{Error, Result};

@@ -1,6 +1,7 @@
-//! Connections to MySQL and MariaDB: a pool (passwords never in messages),
-//! the tables, and statements run with a time bound and retried when
-//! InnoDB picked them as a deadlock's victim.
+//! MySQL's and MariaDB's core, below every seam file: a pool of
+//! connections (passwords never in messages), the error mapping, the
+//! tables, statements run with a time bound and retried when InnoDB picked
+//! them as a deadlock's victim, and how names become parameters.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use mysql_async::{OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
 
 use super::url::{MysqlUrl, SslMode};
 use crate::error::{Error, Result};
+use crate::name::Name;
 
 /// How long one statement (with getting a connection) may take: a server
 /// that does not answer is reported as unavailable then.
@@ -221,12 +223,31 @@ pub async fn create_tables(db: &Db, t: &str) -> Result<()> {
     .await
 }
 
-/// `d` in microseconds, for `INTERVAL ? MICROSECOND`.
-pub fn micros(d: Duration) -> i64 {
-    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+/// `prefix` as a `LIKE` pattern that matches it literally, then anything.
+pub(super) fn like_prefix(prefix: &str) -> Vec<u8> {
+    let mut pattern = Vec::with_capacity(prefix.len() + 1);
+    for b in prefix.bytes() {
+        if matches!(b, b'|' | b'%' | b'_') {
+            pattern.push(b'|');
+        }
+        pattern.push(b);
+    }
+    pattern.push(b'%');
+    pattern
 }
 
-/// A time left in microseconds, as the server computed it.
-pub fn remaining(us: i64) -> Duration {
-    Duration::from_micros(u64::try_from(us).unwrap_or(0))
+/// One parameter: the name's bytes.
+pub(super) fn name_param(name: &Name) -> Params {
+    Params::Positional(vec![name.as_str().as_bytes().into()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_prefix;
+
+    #[test]
+    fn a_prefix_matches_itself_literally() {
+        assert_eq!(like_prefix("a_b%c|"), b"a|_b|%c||%".to_vec());
+        assert_eq!(like_prefix(""), b"%".to_vec());
+    }
 }

@@ -179,7 +179,7 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
          );
          {semaphores}
          COMMIT;",
-        semaphores = super::permits::schema(table)
+        semaphores = super::permit_sql::schema(table)
     );
     client
         .batch_execute(&ddl)

@@ -2,8 +2,6 @@
 //! pod's service account, the namespace, and how API errors map to
 //! lockward's.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -11,7 +9,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
 
-use super::holder::Observation;
+use super::observed::Observed;
 use super::url::KubernetesUrl;
 use crate::error::{Error, Result};
 
@@ -33,7 +31,7 @@ pub struct KubernetesBackend {
     /// What each Lease held by someone else looked like when this process
     /// last saw it change, and when: expiry is timed from that moment on
     /// the local clock, as client-go times it.
-    pub(super) observed: Mutex<HashMap<String, Observation>>,
+    pub(super) observed: Observed,
 }
 
 impl KubernetesBackend {
@@ -65,7 +63,7 @@ impl KubernetesBackend {
             namespace,
             prefix: url.prefix.clone(),
             address,
-            observed: Mutex::default(),
+            observed: Observed::default(),
         };
         backend
             .client
