@@ -1,10 +1,9 @@
 //! The trace a forced unlock leaves: a record naming the lease it ended, so
 //! that the ended holder, refused at its next renewal, can say why.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::Backend;
+use crate::backend::RecordBackend;
 use crate::error::LostReason;
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -32,7 +31,7 @@ pub(crate) fn trace_of(holder: &LockInfo) -> String {
 /// with `fence`: a forced unlock when its trace names this lease, else
 /// taken over. A failed read says taken over: the lease is gone either way.
 pub(crate) async fn why_refused(
-    backend: &Arc<dyn Backend>,
+    backend: &dyn RecordBackend,
     name: &Name,
     owner: OwnerId,
     fence: u64,

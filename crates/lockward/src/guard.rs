@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::backend::Backend;
+use crate::backend::Hold;
 use crate::error::{Error, LostReason, Result};
 use crate::lease::Lease;
 use crate::name::Name;
@@ -33,7 +33,8 @@ use crate::renewer::{Renewer, SharedStanding, Standing};
 /// ```
 #[derive(Debug)]
 pub struct Guard {
-    backend: Arc<dyn Backend>,
+    /// What it holds on the store: a lock, a reader's share or permits.
+    hold: Arc<dyn Hold>,
     /// The store's scheme, for metrics.
     scheme: &'static str,
     /// When it was granted, for `lockward_held_seconds`.
@@ -142,7 +143,7 @@ impl LostSignal {
 
 impl Guard {
     pub(crate) fn new(
-        backend: Arc<dyn Backend>,
+        hold: Arc<dyn Hold>,
         scheme: &'static str,
         lease: Lease,
         lock_delay: Duration,
@@ -157,12 +158,12 @@ impl Guard {
         });
         let standing = Arc::new(standing);
         let renewer = renewal.map(|(every, renewer)| {
-            renewer.register(&lease, every, &standing);
+            renewer.register(&hold, &lease, every, &standing);
             renewer
         });
         crate::metrics::held(scheme);
         Guard {
-            backend,
+            hold,
             scheme,
             held_since: Instant::now(),
             lease,
@@ -227,7 +228,7 @@ impl Guard {
         let started = Instant::now();
         let delay = self.standing.borrow().lock_delay;
         match self
-            .backend
+            .hold
             .extend(&self.lease.name, self.lease.owner, ttl + delay)
             .await
         {
@@ -265,10 +266,7 @@ impl Guard {
     pub async fn release(self) -> Result<()> {
         let was_lost = self.standing.borrow().lost_at(Instant::now());
         self.end();
-        let result = self
-            .backend
-            .release(&self.lease.name, self.lease.owner)
-            .await;
+        let result = self.hold.release(&self.lease.name, self.lease.owner).await;
         match result {
             Err(Error::NotOwner { .. }) => {
                 let reason = match was_lost {
@@ -303,7 +301,9 @@ impl Guard {
     /// Why the store refused this lease (a forced unlock, or taken over).
     async fn why_refused(&self) -> LostReason {
         let lease = &self.lease;
-        crate::forced::why_refused(&self.backend, &lease.name, lease.owner, lease.fence).await
+        self.hold
+            .why_refused(&lease.name, lease.owner, lease.fence)
+            .await
     }
 
     fn lost_error(&self, reason: LostReason) -> Error {
@@ -324,11 +324,11 @@ impl Drop for Guard {
         // Best effort: without a runtime there is nobody to send it, and the
         // TTL frees the lock anyway.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let backend = self.backend.clone();
+            let hold = self.hold.clone();
             let name = self.lease.name.clone();
             let owner = self.lease.owner;
             runtime.spawn(async move {
-                if let Err(e) = backend.release(&name, owner).await {
+                if let Err(e) = hold.release(&name, owner).await {
                     tracing::debug!(%name, error = %e, "release on drop failed");
                 }
             });

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::backend::Backend;
+use crate::backend::Hold;
 use crate::error::{Error, LostReason};
 use crate::lease::{delayed_deadline, Lease};
 use crate::name::Name;
@@ -56,6 +56,8 @@ impl Standing {
 pub(crate) type SharedStanding = Arc<watch::Sender<Standing>>;
 
 struct Entry {
+    /// What renews it: the lock seam, or the semaphore seam.
+    hold: Arc<dyn Hold>,
     name: Name,
     owner: OwnerId,
     /// The lease's fence: how a forced unlock's trace names it.
@@ -86,9 +88,9 @@ impl std::fmt::Debug for Renewer {
 impl Renewer {
     /// Starts the scheduler on the current runtime.
     /// `scheme` is the store's, for metrics.
-    pub fn start(backend: Arc<dyn Backend>, scheme: &'static str) -> Renewer {
+    pub fn start(scheme: &'static str) -> Renewer {
         let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(schedule(backend, scheme, tx.clone(), rx));
+        let task = tokio::spawn(schedule(scheme, tx.clone(), rx));
         Renewer { tx, task }
     }
 
@@ -98,8 +100,15 @@ impl Renewer {
     }
 
     /// Renews `standing`'s lease every `every` until it ends or is lost.
-    pub fn register(&self, lease: &Lease, every: Duration, standing: &SharedStanding) {
+    pub fn register(
+        &self,
+        hold: &Arc<dyn Hold>,
+        lease: &Lease,
+        every: Duration,
+        standing: &SharedStanding,
+    ) {
         let _ = self.tx.send(Msg::Register(Entry {
+            hold: hold.clone(),
             name: lease.name.clone(),
             owner: lease.owner,
             fence: lease.fence,
@@ -116,7 +125,6 @@ impl Drop for Renewer {
 }
 
 async fn schedule(
-    backend: Arc<dyn Backend>,
     scheme: &'static str,
     tx: mpsc::UnboundedSender<Msg>,
     mut rx: mpsc::UnboundedReceiver<Msg>,
@@ -150,7 +158,7 @@ async fn schedule(
                     match entry.standing.upgrade() {
                         Some(standing) => {
                             tokio::spawn(renew_once(
-                                backend.clone(), scheme, id, entry.clone(), standing, tx.clone(),
+                                scheme, id, entry.clone(), standing, tx.clone(),
                             ));
                         }
                         None => {
@@ -175,7 +183,6 @@ async fn sleep_until(at: Option<Instant>) {
 #[tracing::instrument(name = "renew", level = "trace", skip_all,
     fields(lock = %entry.name, store = scheme))]
 async fn renew_once(
-    backend: Arc<dyn Backend>,
     scheme: &'static str,
     id: u64,
     entry: Arc<Entry>,
@@ -205,7 +212,9 @@ async fn renew_once(
     let started = Instant::now();
     let attempt = tokio::time::timeout_at(
         current.deadline.into(),
-        backend.extend(&entry.name, entry.owner, current.store_ttl()),
+        entry
+            .hold
+            .extend(&entry.name, entry.owner, current.store_ttl()),
     )
     .await;
     match attempt {
@@ -214,9 +223,12 @@ async fn renew_once(
             standing.send_modify(|s| s.deadline = s.deadline_from(started));
             let _ = tx.send(Msg::Reschedule(id, Instant::now() + entry.every));
         }
-        Ok(Err(Error::NotOwner { .. })) => {
-            lose(crate::forced::why_refused(&backend, &entry.name, entry.owner, entry.fence).await)
-        }
+        Ok(Err(Error::NotOwner { .. })) => lose(
+            entry
+                .hold
+                .why_refused(&entry.name, entry.owner, entry.fence)
+                .await,
+        ),
         Ok(Err(Error::Lost { reason, .. })) => lose(reason),
         Ok(Err(e)) => {
             crate::metrics::renewal(scheme, false);

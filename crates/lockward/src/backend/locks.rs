@@ -6,73 +6,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{Capabilities, Subscription};
+use super::wait::{first_attempt, recheck_until_granted, PUSHED_SAFETY_NET};
+use super::{Attempt, Capabilities, Grant, Request, Subscription};
 use crate::error::Result;
 use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
-
-/// One acquisition request.
-#[derive(Debug, Clone)]
-pub struct Request<'a> {
-    /// What to lock.
-    pub name: &'a Name,
-    /// Who asks.
-    pub owner: OwnerId,
-    /// How long the store keeps the lock without renewal.
-    pub ttl: Duration,
-    /// Human label of the holder, stored where the backend can.
-    pub label: Option<&'a str>,
-    /// Which kind of hold is asked for. Only a backend that declares
-    /// [`Capabilities::native_rw_lock`] gets anything but [`Kind::Mutex`].
-    pub kind: Kind,
-}
-
-/// The kind of hold a request asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A plain exclusive lock.
-    Mutex,
-    /// The write side of a native read-write lock: exclusive.
-    Writer,
-    /// The read side of a native read-write lock: shared with readers.
-    Reader,
-    /// A holder of `take` of the `of` permits of a native semaphore; only
-    /// [`PermitHolds`](super::PermitHolds) asks for it, of a backend that
-    /// declares [`Capabilities::native_semaphore`].
-    Permits {
-        /// How many permits the semaphore has.
-        of: u32,
-        /// How many this holder takes.
-        take: u32,
-    },
-}
-
-/// The outcome of one non-waiting attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attempt {
-    /// The lock is ours, with this fencing token.
-    Granted {
-        /// The fencing token.
-        fence: u64,
-    },
-    /// Someone else holds it (or waiters queue ahead of us).
-    Held {
-        /// When the holder's lease runs out, if the store can tell: a waiter
-        /// re-checks then, since an expiry pushes no notification.
-        expires_in: Option<Duration>,
-    },
-}
-
-/// A granted lock, as a waiting acquisition returns it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    /// The fencing token.
-    pub fence: u64,
-    /// When the successful request started: the local deadline counts from
-    /// here.
-    pub started: Instant,
-}
 
 /// The lock operations of a store: the first of the two seams a backend
 /// implements (the other is [`RecordBackend`](super::RecordBackend)).
@@ -115,7 +54,7 @@ pub trait LockBackend: Send + Sync + 'static {
     /// at each notification, at the holder's expiry, or by backoff when the
     /// backend cannot push. Queue-based backends (FIFO) override it.
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
-        super::wait::acquire_by_rechecking(self, req, deadline).await
+        acquire_by_rechecking(self, req, deadline).await
     }
 
     /// Pushes the holder's expiry to now + `ttl`. [`Error::NotOwner`](crate::Error::NotOwner)
@@ -166,6 +105,31 @@ pub trait LockBackend: Send + Sync + 'static {
 
     /// Every held lock whose name starts with `prefix`, sorted by name.
     async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>>;
+}
+
+/// The default waiting strategy of [`LockBackend::acquire`]: a first try,
+/// then a subscription to the name's wakeups and a try after each one (at
+/// the holder's expiry, and by backoff where nothing is pushed).
+///
+/// Cancellation: dropping the future ends the wait and its subscription; a
+/// try in flight may still land, as on any call of the seam.
+pub async fn acquire_by_rechecking<B: LockBackend + ?Sized>(
+    backend: &B,
+    req: &Request<'_>,
+    deadline: Option<Instant>,
+) -> Result<Option<Grant>> {
+    // A free lock is taken without subscribing first: that saves the
+    // subscription's round trips on every uncontended acquire. A release
+    // between this attempt and the subscription is not missed: the loop
+    // tries again once subscribed, before it waits.
+    if let Some(over) = first_attempt(backend.try_acquire(req), deadline).await? {
+        return Ok(over);
+    }
+    let subscription = backend.subscribe(req.name).await?;
+    recheck_until_granted(req, deadline, subscription, PUSHED_SAFETY_NET, || {
+        backend.try_acquire(req)
+    })
+    .await
 }
 
 /// [`Error::NotOwner`](crate::Error::NotOwner) unless the owner-checked

@@ -8,12 +8,14 @@
 //! backend gets them the same way. See `CONTRIBUTING.md` for adding one.
 
 mod capabilities;
+mod hold;
 // Each store uses some of these; a build with few stores, not all.
 mod locks;
 mod permits;
 #[cfg_attr(not(feature = "redis"), allow(dead_code))]
 mod queued;
 mod records;
+mod request;
 pub mod side;
 mod side_client;
 mod subscription;
@@ -34,16 +36,18 @@ pub mod sqlite;
 pub mod zookeeper;
 
 pub use capabilities::Capabilities;
+pub(crate) use hold::{Hold, LockHold, PermitHold};
 // Helpers for the backends; a build with few backends uses none of them.
+pub use locks::{acquire_by_rechecking, LockBackend};
 #[allow(unused_imports)]
 pub(crate) use locks::{inspect_each, owner_checked};
-pub use locks::{Attempt, Grant, Kind, LockBackend, Request};
-pub use permits::{holder_row, PermitBackend, PermitHolds};
+pub use permits::{holder_row, PermitBackend};
 #[allow(unused_imports)]
 pub(crate) use permits::{no_permits, split_holder_row, wanted};
 #[allow(unused_imports)]
 pub(crate) use queued::{acquire_in_line, InLine, Leave};
 pub use records::{RecordBackend, Versioned};
+pub use request::{Attempt, Grant, Kind, Request};
 pub use subscription::{Subscription, Wakeup};
 
 /// A whole store: both seams. Implemented for every type that implements

@@ -3,20 +3,19 @@
 //! a permit costs the same however many hold it.
 //!
 //! A store declares it with [`Capabilities::native_semaphore`] and returns
-//! itself from [`LockBackend::permits`]. [`Semaphore`](crate::recipe::Semaphore)
-//! then holds each holder as a lock of [`Kind::Permits`] through
-//! [`PermitHolds`], which turns the lock seam's calls into this seam's, so
-//! a holder gets its lease, renewal, fence and `lost()` as any guard does.
-//! Other stores keep the semaphore in a ledger record (see the recipe).
+//! itself from [`LockBackend::permits`](super::LockBackend::permits).
+//! [`Semaphore`](crate::recipe::Semaphore) then admits each holder as a
+//! hold of [`Kind::Permits`](super::Kind::Permits): the store takes its
+//! permits through this seam, and its guard renews and releases them
+//! through it, so a holder gets its lease, renewal, fence and `lost()` as
+//! any guard does. Other stores keep the semaphore in a ledger record (see
+//! the recipe).
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{
-    Attempt, Backend, Capabilities, Grant, Kind, LockBackend, RecordBackend, Request, Versioned,
-};
+use super::Request;
 use crate::error::{Error, Result};
 use crate::lease::LockInfo;
 use crate::name::Name;
@@ -95,122 +94,4 @@ pub(crate) fn no_permits(name: &str, take: u32, free: u64, of: u32) -> Error {
 /// Why `take` permits do not fit: the text of [`Error::NoPermits`].
 pub(crate) fn wanted(take: u32, free: u64, of: u32) -> String {
     format!("{take} wanted, {free} of {of} free")
-}
-
-/// A store's holders of one kind, semaphore holders, seen through the lock
-/// seam: `try_acquire` takes permits, `extend` and `release` act on a
-/// holder, `inspect` and `list` show nothing (holders are not locks).
-pub struct PermitHolds {
-    store: Arc<dyn Backend>,
-}
-
-impl PermitHolds {
-    /// The semaphore holders of `store`, or `None` when it keeps no native
-    /// semaphore.
-    pub fn of(store: &Arc<dyn Backend>) -> Option<PermitHolds> {
-        store.permits().map(|_| PermitHolds {
-            store: store.clone(),
-        })
-    }
-
-    fn seam(&self) -> Result<&dyn PermitBackend> {
-        self.store.permits().ok_or_else(|| Error::NotSupported {
-            address: self.store.address(),
-            what: "a native semaphore",
-            why: "this store keeps semaphores in a ledger record",
-        })
-    }
-}
-
-#[async_trait]
-impl LockBackend for PermitHolds {
-    fn capabilities(&self) -> Capabilities {
-        self.store.capabilities()
-    }
-
-    fn address(&self) -> String {
-        self.store.address()
-    }
-
-    fn max_ttl(&self) -> Option<Duration> {
-        self.store.max_ttl()
-    }
-
-    async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
-        let Kind::Permits { of, take } = req.kind else {
-            return Err(Error::invalid(
-                "kind",
-                "a semaphore's holders take permits, not locks",
-            ));
-        };
-        let fence = self.seam()?.take_permits(req, of, take).await?;
-        Ok(Attempt::Granted { fence })
-    }
-
-    /// Permits are taken without waiting; the semaphore keeps its own line.
-    async fn acquire(
-        &self,
-        req: &Request<'_>,
-        _deadline: Option<Instant>,
-    ) -> Result<Option<Grant>> {
-        let started = Instant::now();
-        match self.try_acquire(req).await? {
-            Attempt::Granted { fence } => Ok(Some(Grant { fence, started })),
-            Attempt::Held { .. } => Ok(None),
-        }
-    }
-
-    async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
-        self.seam()?.extend_permits(name, owner, ttl).await
-    }
-
-    async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
-        self.seam()?.release_permits(name, owner).await
-    }
-
-    async fn inspect(&self, _name: &Name) -> Result<Option<LockInfo>> {
-        Ok(None)
-    }
-
-    async fn list(&self, _prefix: &str) -> Result<Vec<LockInfo>> {
-        Ok(Vec::new())
-    }
-}
-
-/// Records pass through to the store.
-#[async_trait]
-impl RecordBackend for PermitHolds {
-    async fn insert_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<bool> {
-        self.store.insert_record(key, value, ttl).await
-    }
-
-    async fn put_record(&self, key: &Name, value: &str, ttl: Duration) -> Result<()> {
-        self.store.put_record(key, value, ttl).await
-    }
-
-    async fn put_permanent_record(&self, key: &Name, value: &str) -> Result<()> {
-        self.store.put_permanent_record(key, value).await
-    }
-
-    async fn record(&self, key: &Name) -> Result<Option<String>> {
-        self.store.record(key).await
-    }
-
-    async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
-        self.store.records(prefix).await
-    }
-
-    async fn read_versioned(&self, key: &Name) -> Result<Option<Versioned>> {
-        self.store.read_versioned(key).await
-    }
-
-    async fn write_versioned(
-        &self,
-        key: &Name,
-        expected: u64,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<Option<u64>> {
-        self.store.write_versioned(key, expected, value, ttl).await
-    }
 }

@@ -64,7 +64,7 @@ pub async fn acquire_in_line<B: InLine + ?Sized>(
     req: &Request<'_>,
     deadline: Option<Instant>,
 ) -> Result<Option<Grant>> {
-    if let Some(over) = first_attempt(backend, req, deadline).await? {
+    if let Some(over) = first_attempt(backend.try_acquire(req), deadline).await? {
         return Ok(over);
     }
     // Subscribed before joining, so the turn cannot come unnoticed.

@@ -1,9 +1,12 @@
 //! Waiting for a lock by re-checking: after each pushed notification, at
 //! the holder's expiry, or with jittered backoff when nothing is pushed.
+//! The steps every store's wait is made of; the lock seam's default
+//! `acquire` ([`acquire_by_rechecking`](super::acquire_by_rechecking)) is
+//! one.
 
 use std::time::{Duration, Instant};
 
-use super::{Attempt, Grant, LockBackend, Request, Subscription};
+use super::{Attempt, Grant, Request, Subscription};
 use crate::error::{Error, Result};
 
 /// First polling interval when the store cannot push notifications.
@@ -12,7 +15,7 @@ pub(crate) const POLL_MIN: Duration = Duration::from_millis(1);
 pub(crate) const POLL_MAX: Duration = Duration::from_millis(50);
 /// With pushed wake-ups, re-check at least this often anyway, in case a
 /// notification was lost with a connection.
-const PUSHED_SAFETY_NET: Duration = Duration::from_secs(2);
+pub(crate) const PUSHED_SAFETY_NET: Duration = Duration::from_secs(2);
 /// Retry interval while the store is unreachable during a wait.
 pub(crate) const OUTAGE_MIN: Duration = Duration::from_millis(20);
 pub(crate) const OUTAGE_MAX: Duration = Duration::from_secs(1);
@@ -42,35 +45,15 @@ impl Backoff {
     }
 }
 
-/// The default waiting strategy of [`LockBackend::acquire`].
-pub async fn acquire_by_rechecking<B: LockBackend + ?Sized>(
-    backend: &B,
-    req: &Request<'_>,
-    deadline: Option<Instant>,
-) -> Result<Option<Grant>> {
-    // A free lock is taken without subscribing first: that saves the
-    // subscription's round trips on every uncontended acquire. A release
-    // between this attempt and the subscription is not missed: the loop
-    // tries again once subscribed, before it waits.
-    if let Some(over) = first_attempt(backend, req, deadline).await? {
-        return Ok(over);
-    }
-    let subscription = backend.subscribe(req.name).await?;
-    recheck_until_granted(req, deadline, subscription, PUSHED_SAFETY_NET, || {
-        backend.try_acquire(req)
-    })
-    .await
-}
-
-/// A wait's first attempt, made before subscribing to anything: `Some`
-/// when the wait is over already (granted, or no time to wait).
-pub(crate) async fn first_attempt<B: LockBackend + ?Sized>(
-    backend: &B,
-    req: &Request<'_>,
+/// A wait's first attempt (`attempt`, the store's non-waiting try), made
+/// before subscribing to anything: `Some` when the wait is over already
+/// (granted, or no time to wait).
+pub(crate) async fn first_attempt(
+    attempt: impl std::future::Future<Output = Result<Attempt>>,
     deadline: Option<Instant>,
 ) -> Result<Option<Option<Grant>>> {
     let started = Instant::now();
-    if let Attempt::Granted { fence } = backend.try_acquire(req).await? {
+    if let Attempt::Granted { fence } = attempt.await? {
         return Ok(Some(Some(Grant { fence, started })));
     }
     if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::backend::memory::MemoryBackend;
-use crate::backend::{Attempt, Backend, Capabilities, Kind, Request};
+use crate::backend::{
+    Attempt, Backend, Capabilities, Grant, Hold, Kind, LockHold, PermitHold, Request,
+};
 use crate::duration::check_ttl;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
@@ -44,6 +46,11 @@ use crate::url::StoreUrl;
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: Arc<dyn Backend>,
+    /// What guards of locks and readers renew and release through.
+    lock_hold: Arc<dyn Hold>,
+    /// What guards of a native semaphore's holders renew and release
+    /// through.
+    permit_hold: Arc<dyn Hold>,
     /// Started on the first guard that renews, on that guard's runtime, and
     /// again if that runtime has shut down since.
     renewer: Arc<Mutex<Option<Arc<Renewer>>>>,
@@ -127,22 +134,13 @@ impl Store {
     /// Wraps a shared backend.
     pub fn from_shared(backend: Arc<dyn Backend>) -> Store {
         Store {
+            lock_hold: Arc::new(LockHold(backend.clone())),
+            permit_hold: Arc::new(PermitHold(backend.clone())),
             backend,
             renewer: Arc::default(),
             lines: Arc::default(),
             scheme: "custom",
         }
-    }
-
-    /// The store's semaphore holders as a store of their own (their
-    /// guards extend and release permits), when the store keeps
-    /// semaphores natively.
-    pub(crate) fn permit_holds(&self) -> Option<Store> {
-        let holds = crate::backend::PermitHolds::of(&self.backend)?;
-        Some(Store {
-            scheme: self.scheme,
-            ..Store::from_backend(holds)
-        })
     }
 
     /// What the backend guarantees.
@@ -187,8 +185,8 @@ impl Store {
         let owner = owner_for(opts);
         let started = Instant::now();
         let req = request(&name, owner, opts, kind);
-        let in_flight = InFlight::new(&self.backend, &name, owner);
-        let attempt = self.backend.try_acquire(&req).await;
+        let in_flight = InFlight::new(self.hold(kind), &name, owner);
+        let attempt = self.attempt(&req).await;
         in_flight.finished();
         let outcome = match &attempt {
             Ok(Attempt::Granted { .. }) => "granted",
@@ -198,7 +196,7 @@ impl Store {
         metrics::acquisition(self.scheme, outcome, started.elapsed());
         tracing::debug!(outcome, "tried");
         match attempt? {
-            Attempt::Granted { fence } => Ok(self.guard(name, owner, fence, started, opts)),
+            Attempt::Granted { fence } => Ok(self.guard(kind, name, owner, fence, started, opts)),
             Attempt::Held { .. } => Err(Error::Busy {
                 name: name.to_string(),
             }),
@@ -237,8 +235,18 @@ impl Store {
             metrics::acquisition(self.scheme, "timed_out", began.elapsed());
             return Err(timed_out());
         };
-        let in_flight = InFlight::new(&self.backend, &name, owner);
-        let grant = self.backend.acquire(&req, deadline).await;
+        let in_flight = InFlight::new(self.hold(kind), &name, owner);
+        let grant = match kind {
+            // A native semaphore keeps its own line: one take, no wait.
+            Kind::Permits { .. } => self.attempt(&req).await.map(|attempt| match attempt {
+                Attempt::Granted { fence } => Some(Grant {
+                    fence,
+                    started: began,
+                }),
+                Attempt::Held { .. } => None,
+            }),
+            _ => self.backend.acquire(&req, deadline).await,
+        };
         in_flight.finished();
         drop(waiting);
         let outcome = match &grant {
@@ -253,7 +261,9 @@ impl Store {
             "acquired"
         );
         match grant? {
-            Some(grant) => Ok(self.guard(name.clone(), owner, grant.fence, grant.started, opts)),
+            Some(grant) => {
+                Ok(self.guard(kind, name.clone(), owner, grant.fence, grant.started, opts))
+            }
             None => Err(timed_out()),
         }
     }
@@ -367,8 +377,34 @@ impl Store {
         Ok(())
     }
 
+    /// One try of `req`: at a lock (or a reader's share) through the lock
+    /// seam, at permits through the semaphore seam.
+    async fn attempt(&self, req: &Request<'_>) -> Result<Attempt> {
+        let Kind::Permits { of, take } = req.kind else {
+            return self.backend.try_acquire(req).await;
+        };
+        let Some(permits) = self.backend.permits() else {
+            return Err(Error::NotSupported {
+                address: self.address(),
+                what: "a native semaphore",
+                why: "this store keeps semaphores in a ledger record",
+            });
+        };
+        let fence = permits.take_permits(req, of, take).await?;
+        Ok(Attempt::Granted { fence })
+    }
+
+    /// What a guard of `kind` renews and releases through.
+    fn hold(&self, kind: Kind) -> &Arc<dyn Hold> {
+        match kind {
+            Kind::Permits { .. } => &self.permit_hold,
+            _ => &self.lock_hold,
+        }
+    }
+
     fn guard(
         &self,
+        kind: Kind,
         name: Name,
         owner: OwnerId,
         fence: u64,
@@ -389,7 +425,7 @@ impl Store {
             let renewer = match slot.as_ref().filter(|r| !r.is_stopped()) {
                 Some(r) => r.clone(),
                 None => {
-                    let r = Arc::new(Renewer::start(self.backend.clone(), self.scheme));
+                    let r = Arc::new(Renewer::start(self.scheme));
                     *slot = Some(r.clone());
                     r
                 }
@@ -397,7 +433,7 @@ impl Store {
             (every, renewer)
         });
         Guard::new(
-            self.backend.clone(),
+            self.hold(kind).clone(),
             self.scheme,
             lease,
             opts.lock_delay,
@@ -433,13 +469,13 @@ fn request<'a>(name: &'a Name, owner: OwnerId, opts: &'a LockOptions, kind: Kind
 /// the request on the same connection, so a cancelled acquisition never
 /// leaves a lock behind until its TTL.
 struct InFlight {
-    cleanup: Option<(Arc<dyn Backend>, Name, OwnerId)>,
+    cleanup: Option<(Arc<dyn Hold>, Name, OwnerId)>,
 }
 
 impl InFlight {
-    fn new(backend: &Arc<dyn Backend>, name: &Name, owner: OwnerId) -> InFlight {
+    fn new(hold: &Arc<dyn Hold>, name: &Name, owner: OwnerId) -> InFlight {
         InFlight {
-            cleanup: Some((backend.clone(), name.clone(), owner)),
+            cleanup: Some((hold.clone(), name.clone(), owner)),
         }
     }
 
@@ -451,12 +487,12 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let Some((backend, name, owner)) = self.cleanup.take() else {
+        let Some((hold, name, owner)) = self.cleanup.take() else {
             return;
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = backend.release(&name, owner).await;
+                let _ = hold.release(&name, owner).await;
             });
         }
     }

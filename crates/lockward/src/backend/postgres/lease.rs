@@ -260,7 +260,9 @@ impl LockBackend for LeaseBackend {
     }
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
-        if let Some(over) = crate::backend::wait::first_attempt(self, req, deadline).await? {
+        if let Some(over) =
+            crate::backend::wait::first_attempt(self.try_acquire(req), deadline).await?
+        {
             return Ok(over);
         }
         self.batons.wait(self, req, deadline).await

@@ -72,8 +72,8 @@ pub use ledger::MAX_HOLDERS;
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     store: Store,
-    /// The store's semaphore holders, where it keeps them natively.
-    native: Option<Store>,
+    /// Whether the store keeps the semaphore's holders natively.
+    native: bool,
     name: String,
     permits: u32,
 }
@@ -168,7 +168,7 @@ impl Semaphore {
             ));
         }
         let semaphore = Semaphore {
-            native: store.permit_holds(),
+            native: store.backend().permits().is_some(),
             store,
             name,
             permits,
@@ -196,7 +196,7 @@ impl Semaphore {
     /// ([`Capabilities::native_semaphore`](crate::Capabilities::native_semaphore)),
     /// rather than in a ledger record.
     pub fn is_native(&self) -> bool {
-        self.native.is_some()
+        self.native
     }
 
     /// How many permits there are.
@@ -209,7 +209,7 @@ impl Semaphore {
     /// the ledger and one look at each holder's slot. Cancelling it changes
     /// nothing.
     pub async fn held(&self) -> Result<u32> {
-        if let (Some(_), Some(seam)) = (&self.native, self.store.backend().permits()) {
+        if let Some(seam) = self.store.backend().permits().filter(|_| self.native) {
             let held = seam.permits_held(&Name::new(&self.name)?).await?;
             return Ok(u32::try_from(held).unwrap_or(u32::MAX));
         }
@@ -295,7 +295,7 @@ impl Semaphore {
     /// semaphore natively. Cancelling it leaves the entry, which is dropped
     /// when the semaphore next runs short.
     pub async fn forget(&self, slot: u32) -> Result<()> {
-        if self.native.is_some() {
+        if self.native {
             return Ok(());
         }
         self.forget_in_ledger(slot).await
@@ -316,19 +316,20 @@ impl Semaphore {
 
     /// One admission: granted when `k` permits fit now, else why not.
     async fn admit(&self, k: u32, opts: &LockOptions) -> Result<Admission> {
-        match &self.native {
-            Some(holds) => self.admit_natively(holds, k, opts).await,
-            None => self.admit_in_ledger(k, opts).await,
+        if self.native {
+            self.admit_natively(k, opts).await
+        } else {
+            self.admit_in_ledger(k, opts).await
         }
     }
 
     /// One admission by the store itself, in one atomic step.
-    async fn admit_natively(&self, holds: &Store, k: u32, opts: &LockOptions) -> Result<Admission> {
+    async fn admit_natively(&self, k: u32, opts: &LockOptions) -> Result<Admission> {
         let kind = Kind::Permits {
             of: self.permits,
             take: k,
         };
-        match holds.try_acquire_as(&self.name, opts, kind).await {
+        match self.store.try_acquire_as(&self.name, opts, kind).await {
             Ok(guard) => Ok(Admission::Granted(Box::new(Permit {
                 guard,
                 slot: None,
