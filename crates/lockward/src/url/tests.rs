@@ -279,6 +279,29 @@ fn no_error_quotes_the_user_information() {
 }
 
 #[test]
+fn a_url_pasted_twice_is_redacted_in_both_copies() {
+    // The second copy's user information lands inside a parameter's name
+    // or value, which the error quotes; its password must not show.
+    for url in [
+        "postgres://app:SECRET1@h/db?sslmodepostgres://app:SECRET2@h/db",
+        "postgres://app@h/db?sslmode=requirepostgres://app:SECRET2@h/db",
+        "redis://h:1?prefixredis://u:SECRET2@h:1",
+        "mysql://app:SECRET1@h/db?tablemysql://app:SECRET2@h/db",
+        "etcd://h:1?x=etcd://u:SECRET2@h:1,k8s://a:SECRET3@b",
+    ] {
+        let err = StoreUrl::parse(url).unwrap_err().to_string();
+        for secret in ["SECRET1", "SECRET2", "SECRET3"] {
+            assert!(!err.contains(secret), "{url}: {err}");
+        }
+    }
+    // A user name alone is no secret: it stays readable.
+    let err = StoreUrl::parse("postgres://h/db?x-postgres://app@h/db")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("app@h"), "{err}");
+}
+
+#[test]
 fn zookeeper_over_tls() {
     let url =
         StoreUrl::parse("zks://app:pw@a:2182/svc?ca=/x/ca.pem&cert=/x/c.pem&key=/x/k.pem").unwrap();
