@@ -20,14 +20,13 @@
 //!
 //! Backends, each behind a cargo feature: `memory://` (always),
 //! `sqlite://PATH` (`sqlite`, the embedded default), `redis://`,
-//! `redis+cluster://` and `redlock://` (`redis`; TLS: `redis-tls`),
-//! `etcd://` (`etcd`; TLS: `etcd-tls`), `zk://` (`zookeeper`; TLS:
-//! `zookeeper-tls`),
-//! `postgres://` in lease or advisory mode (`postgres`; TLS:
-//! `postgres-tls`). See [`StoreUrl`] for the URL forms and
-//! [`backend::Capabilities`] for what each backend guarantees. Each backend
-//! implements two seams, [`backend::LockBackend`] and
-//! [`backend::RecordBackend`], in a folder of its own.
+//! `redis+cluster://` and `redlock://` (`redis`), `etcd://` (`etcd`),
+//! `zk://` (`zookeeper`), `postgres://` (`postgres`), `mysql://`
+//! (`mysql`) and `k8s://` (`kubernetes`); TLS to each server store with
+//! its `-tls` feature (Kubernetes always speaks TLS). See [`StoreUrl`] for the URL forms and
+//! [`Capabilities`] for what each store guarantees
+//! (one table, checked against the stores' declarations). Each backend
+//! implements the seams of [`backend`] in a folder of its own.
 //!
 //! Built on the lock: [`fence`] (resources that refuse stale tokens),
 //! [`recipe::election`] (leader election with client-go's timing),

@@ -1,7 +1,7 @@
 //! Store URLs: the one parser shared by the library and the CLI. This file
-//! holds the scheme dispatch and the lexer every scheme shares; each
-//! backend's own URL form (its parts, defaults and printing) lives in its
-//! folder, `backend/<name>/url.rs`.
+//! holds the scheme dispatch; the lexer every scheme shares lives in
+//! `url_parts/`, and each backend's own URL form (its parts, defaults and
+//! printing) in its folder, `backend/<name>/url.rs`.
 //!
 //! | URL | backend |
 //! | --- | --- |

@@ -3,6 +3,10 @@
 
 /// What a backend guarantees and how it behaves. Code and docs read these;
 /// the conformance suite checks every claim.
+///
+/// Every store's, by URL:
+///
+#[doc = include_str!("../../../../docs/capabilities.md")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     /// Waiters acquire in the order they started waiting.
@@ -31,11 +35,9 @@ pub struct Capabilities {
     /// on durable stores whose records live on disk, not in memory.
     pub permanent_records: bool,
     /// Read-write locks are native: a read or a write is one step of the
-    /// store's (ZooKeeper in Curator's `InterProcessReadWriteLock` layout,
-    /// which other clients share; PostgreSQL advisory mode's shared locks;
-    /// Redis's readers' set beside the lock key; etcd's reader keys beside
-    /// the writers' line). Elsewhere
-    /// [`RwLock`](crate::recipe::RwLock) is built on a lock and a semaphore.
+    /// store's (how each store keeps them: [`RwLock`](crate::recipe::RwLock)).
+    /// Elsewhere [`RwLock`](crate::recipe::RwLock) is built on a lock and a
+    /// semaphore.
     pub native_rw_lock: bool,
     /// Semaphores are kept by the store, an entry per holder and a count
     /// beside them ([`PermitBackend`](super::PermitBackend)), so a permit
@@ -59,5 +61,143 @@ impl Capabilities {
     /// (PostgreSQL advisory mode).
     pub const fn force_unlock(&self) -> bool {
         self.expires
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Capabilities;
+    use crate::url::StoreUrl;
+
+    /// The declared capabilities of the store `url` opens. The match has no
+    /// catch-all, so a new store does not build until it has an arm here
+    /// (and so a row in the table). `None`: its feature is not built.
+    #[allow(unreachable_code, unused_variables)]
+    fn declared(url: &StoreUrl) -> Option<Capabilities> {
+        use crate::backend::*;
+        Some(match url {
+            StoreUrl::Memory => memory::CAPABILITIES,
+            StoreUrl::Sqlite { .. } => {
+                #[cfg(not(feature = "sqlite"))]
+                return None;
+                #[cfg(feature = "sqlite")]
+                sqlite::CAPABILITIES
+            }
+            StoreUrl::Redis(_) => {
+                #[cfg(not(feature = "redis"))]
+                return None;
+                #[cfg(feature = "redis")]
+                redis::CAPABILITIES
+            }
+            StoreUrl::Redlock(_) => {
+                #[cfg(not(feature = "redis"))]
+                return None;
+                #[cfg(feature = "redis")]
+                redlock::CAPABILITIES
+            }
+            StoreUrl::Etcd(_) => {
+                #[cfg(not(feature = "etcd"))]
+                return None;
+                #[cfg(feature = "etcd")]
+                etcd::CAPABILITIES
+            }
+            StoreUrl::Zookeeper(_) => {
+                #[cfg(not(feature = "zookeeper"))]
+                return None;
+                #[cfg(feature = "zookeeper")]
+                zookeeper::CAPABILITIES
+            }
+            StoreUrl::Postgres(pg) => {
+                #[cfg(not(feature = "postgres"))]
+                return None;
+                #[cfg(feature = "postgres")]
+                match pg.mode {
+                    postgres::PostgresMode::Lease => postgres::CAPABILITIES,
+                    postgres::PostgresMode::Advisory => postgres::advisory::CAPABILITIES,
+                }
+            }
+            StoreUrl::Mysql(my) => {
+                #[cfg(not(feature = "mysql"))]
+                return None;
+                #[cfg(feature = "mysql")]
+                match my.mode {
+                    mysql::MysqlMode::Lease => mysql::CAPABILITIES,
+                    mysql::MysqlMode::Named => mysql::named::CAPABILITIES,
+                }
+            }
+            StoreUrl::Kubernetes(_) => {
+                #[cfg(not(feature = "kubernetes"))]
+                return None;
+                #[cfg(feature = "kubernetes")]
+                kubernetes::CAPABILITIES
+            }
+        })
+    }
+
+    fn fields(c: &Capabilities) -> [(&'static str, bool); 11] {
+        [
+            ("fifo", c.fifo),
+            ("pushed_wakeups", c.pushed_wakeups),
+            ("server_detects_loss", c.server_detects_loss),
+            ("server_clock", c.server_clock),
+            ("expires", c.expires),
+            ("durable", c.durable),
+            ("cross_process", c.cross_process),
+            ("cross_host", c.cross_host),
+            ("permanent_records", c.permanent_records),
+            ("native_rw_lock", c.native_rw_lock),
+            ("native_semaphore", c.native_semaphore),
+        ]
+    }
+
+    #[test]
+    fn the_capabilities_table_says_what_every_store_declares() {
+        let table = include_str!("../../../../docs/capabilities.md");
+        let mut rows = table.lines().filter(|l| l.starts_with('|')).map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+        });
+        let header = rows.next().expect("a header row");
+        let columns: Vec<&str> = fields(&crate::backend::memory::CAPABILITIES)
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        assert_eq!(
+            header[1..],
+            columns[..],
+            "the table's columns are the fields, in order"
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for row in rows.skip(1) {
+            let url = StoreUrl::parse(row[0].trim_matches('`')).expect(row[0]);
+            seen.insert(url.scheme().trim_start_matches("kubernetes").to_string());
+            let Some(declared) = declared(&url) else {
+                continue;
+            };
+            for ((name, value), cell) in fields(&declared).iter().zip(&row[1..]) {
+                let shown = match *cell {
+                    "yes" => true,
+                    "no" => false,
+                    other => panic!("{}: {name} is {other:?}, not yes or no", row[0]),
+                };
+                assert_eq!(shown, *value, "{}: {name}", row[0]);
+            }
+        }
+        for scheme in [
+            "memory",
+            "sqlite",
+            "redis",
+            "redis+cluster",
+            "redlock",
+            "etcd",
+            "zk",
+        ] {
+            assert!(seen.contains(scheme), "no row for {scheme}://");
+        }
+        for scheme in ["postgres", "mysql", "k8s"] {
+            assert!(seen.contains(scheme), "no row for {scheme}://");
+        }
     }
 }

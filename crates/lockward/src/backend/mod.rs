@@ -12,7 +12,8 @@ mod hold;
 // Each store uses some of these; a build with few stores, not all.
 mod locks;
 mod permits;
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+// Not every build has a store that uses it.
+#[allow(dead_code)]
 mod queued;
 mod records;
 mod request;
@@ -22,7 +23,8 @@ mod subscription;
 #[allow(dead_code)]
 pub(crate) mod time;
 pub mod wait;
-#[cfg_attr(not(any(feature = "redis", feature = "postgres")), allow(dead_code))]
+// Not every build has a store that uses it.
+#[allow(dead_code)]
 pub(crate) mod waiters;
 
 pub mod etcd;

@@ -19,7 +19,7 @@ pub struct Request<'a> {
     /// Human label of the holder, stored where the backend can.
     pub label: Option<&'a str>,
     /// Which kind of hold is asked for. Only a backend that declares
-    /// [`Capabilities::native_rw_lock`] gets anything but [`Kind::Mutex`].
+    /// [`Capabilities::native_rw_lock`](super::Capabilities::native_rw_lock) gets anything but [`Kind::Mutex`].
     pub kind: Kind,
 }
 
@@ -34,7 +34,7 @@ pub enum Kind {
     Reader,
     /// A holder of `take` of the `of` permits of a native semaphore: taken
     /// through the semaphore seam ([`PermitBackend`](super::PermitBackend))
-    /// of a backend that declares [`Capabilities::native_semaphore`], never
+    /// of a backend that declares [`Capabilities::native_semaphore`](super::Capabilities::native_semaphore), never
     /// through the lock seam.
     Permits {
         /// How many permits the semaphore has.

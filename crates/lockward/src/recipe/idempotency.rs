@@ -15,10 +15,11 @@
 //!
 //! The result is stored while the lock is still held, so no duplicate can
 //! slip in between the run and its record. It is kept for the retention
-//! given (a TTL on Redis, etcd and ZooKeeper; an expiry column on the SQL
-//! stores), or forever with [`Idempotency::permanent`] on the stores that
-//! keep records on disk (SQLite, PostgreSQL, MySQL; the others refuse with
-//! [`Error::NotSupported`] before anything runs). [`Idempotency::begin`] gives the steps one by one, for callers
+//! given (the store's own expiry), or forever with
+//! [`Idempotency::permanent`] where the store declares
+//! [`permanent_records`](crate::Capabilities::permanent_records) (see the
+//! table there; the others refuse with [`Error::NotSupported`] before
+//! anything runs). [`Idempotency::begin`] gives the steps one by one, for callers
 //! that run the operation themselves (`lockward once` runs a command).
 //!
 //! ```
@@ -173,8 +174,9 @@ impl Idempotency {
         self
     }
 
-    /// Keeps results forever, as a payment's outcome must be: only on
-    /// stores that declare `permanent_records` (SQLite, PostgreSQL, MySQL).
+    /// Keeps results forever, as a payment's outcome must be: only where the
+    /// store declares
+    /// [`permanent_records`](crate::Capabilities::permanent_records).
     /// Elsewhere [`begin`](Self::begin) and [`run`](Self::run) fail with
     /// [`Error::NotSupported`] before claiming the key.
     pub fn permanent(mut self) -> Idempotency {

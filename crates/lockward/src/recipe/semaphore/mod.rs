@@ -8,7 +8,7 @@
 //!
 //! - **Natively** where the store declares
 //!   [`Capabilities::native_semaphore`](crate::Capabilities::native_semaphore)
-//!   (Redis, PostgreSQL lease mode, etcd, ZooKeeper in Curator's layout):
+//!   (see the table there; on ZooKeeper in Curator's layout):
 //!   the store keeps an entry per holder
 //!   and the count of taken permits beside them, and takes or refuses
 //!   permits in one atomic step, so a permit costs the same with 20,000
