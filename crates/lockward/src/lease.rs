@@ -62,4 +62,31 @@ pub struct LockInfo {
     pub expires_in: Option<Duration>,
     /// Number of waiters, where the backend knows them.
     pub waiters: Option<usize>,
+    /// What the row's holder holds: the lock, one reader's share of it, or
+    /// some of a semaphore's permits.
+    pub holding: Holding,
+}
+
+/// What a row of [`Store::inspect`](crate::Store::inspect) and
+/// [`Store::list`](crate::Store::list) shows its holder holding. Readers
+/// and a semaphore's holders have a row each, named `LOCK#reader/OWNER`
+/// and `SEMAPHORE#permit/ID`; this says so without parsing the name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Holding {
+    /// The lock `name` (also a read-write lock's writer, and a ledger
+    /// semaphore's slot, which is a lock).
+    #[default]
+    Lock,
+    /// One reader's share of the read-write lock `lock`, where the store
+    /// keeps readers natively.
+    Reader {
+        /// The read-write lock.
+        lock: String,
+    },
+    /// Permits of the semaphore `semaphore`, where the store keeps
+    /// semaphores natively.
+    Permits {
+        /// The semaphore.
+        semaphore: String,
+    },
 }

@@ -62,7 +62,7 @@ mod url_parts;
 pub use backend::Capabilities;
 pub use error::{Error, LostReason, Result};
 pub use guard::{Guard, LostSignal};
-pub use lease::{local_deadline, Lease, LockInfo};
+pub use lease::{local_deadline, Holding, Lease, LockInfo};
 pub use name::{Name, MAX_NAME_BYTES};
 pub use options::{LockOptions, Renewal, MAX_WAIT};
 pub use owner::OwnerId;

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use lockward::recipe::cron::CronJob;
-use lockward::{LockInfo, Store};
+use lockward::{Holding, LockInfo, Store};
 use serde::Serialize;
 
 /// One held lock.
@@ -22,9 +22,10 @@ pub struct LockRow {
 
 impl From<LockInfo> for LockRow {
     fn from(i: LockInfo) -> Self {
-        let (lock, kind) = kind_of(&i.name);
+        let (lock, kind) = kind_of(&i);
+        let lock = lock.to_string();
         LockRow {
-            lock: lock.to_string(),
+            lock,
             kind,
             name: i.name,
             owner: i.owner,
@@ -36,28 +37,31 @@ impl From<LockInfo> for LockRow {
     }
 }
 
-/// What a held lock name is: a reader of a read-write lock (a slot of
-/// `LOCK#readers`, or a native reader's row `LOCK#reader/OWNER`), a writer
-/// waiting for readers to finish (the line of `LOCK#readers`), or a plain
-/// lock (also a read-write lock's writer); and the lock it belongs to.
-fn kind_of(name: &str) -> (&str, &'static str) {
-    // A slot number on a ledger, the store's holder id (hex) where the
-    // store keeps the semaphore itself.
-    if let Some((lock, holder)) = name.rsplit_once("#readers#permit/") {
-        if !holder.is_empty() && holder.bytes().all(|b| b.is_ascii_hexdigit()) {
+/// What a row holds: a reader's share of a read-write lock (a native
+/// reader, a reader held as permits of the store's semaphore `LOCK#readers`,
+/// or a slot of that semaphore's ledger), a writer waiting for readers to
+/// finish (the line of `LOCK#readers`), or a plain lock (also a read-write
+/// lock's writer); and the lock it belongs to.
+fn kind_of(row: &LockInfo) -> (&str, &'static str) {
+    match &row.holding {
+        Holding::Reader { lock } => return (lock, "read"),
+        Holding::Permits { semaphore } => {
+            if let Some(lock) = semaphore.strip_suffix("#readers") {
+                return (lock, "read");
+            }
+        }
+        Holding::Lock => {}
+    }
+    // A slot of the readers' ledger, a lock of its own.
+    if let Some((lock, slot)) = row.name.rsplit_once("#readers#permit/") {
+        if !slot.is_empty() && slot.bytes().all(|b| b.is_ascii_hexdigit()) {
             return (lock, "read");
         }
     }
-    // A native reader's row (PostgreSQL advisory mode): NAME#reader/OWNER.
-    if let Some((lock, owner)) = name.rsplit_once("#reader/") {
-        if !owner.is_empty() && owner.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return (lock, "read");
-        }
-    }
-    if let Some(lock) = name.strip_suffix("#readers#line") {
+    if let Some(lock) = row.name.strip_suffix("#readers#line") {
         return (lock, "write (waiting for readers)");
     }
-    (name, "lock")
+    (&row.name, "lock")
 }
 
 /// One election and who leads it.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::forced;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -76,14 +76,11 @@ impl Store {
                 format!("it describes {:?}, not {:?}", holder.name, name.as_str()),
             ));
         }
-        // A holder of a semaphore the store keeps (a plain lock may have a
-        // name of that shape too: the row must exist): its guard is named
-        // after the semaphore, and so is the trace it looks for.
-        let semaphore = match crate::backend::split_holder_row(name.as_str()) {
-            Some((semaphore, _)) if self.permit_holder(&name).await?.is_some() => {
-                Some(Name::new(semaphore)?)
-            }
-            _ => None,
+        // A holder of a semaphore the store keeps: its guard is named after
+        // the semaphore, and so is the trace it looks for.
+        let semaphore = match &holder.holding {
+            Holding::Permits { semaphore } => Some(Name::new(semaphore)?),
+            Holding::Lock | Holding::Reader { .. } => None,
         };
         // Written first, so that the holder refused at its next renewal
         // finds why; it must outlive that renewal.

@@ -10,7 +10,7 @@ use super::core::{lease_seconds, EtcdBackend, Place, Wait, CAPABILITIES};
 use super::keys;
 use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, PermitBackend, Request};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -233,6 +233,7 @@ impl LockBackend for EtcdBackend {
             fence: u64::try_from(first.create_revision()).ok(),
             expires_in: ttl,
             waiters: Some(resp.kvs().len() - 1),
+            holding: Holding::Lock,
         }))
     }
 

@@ -44,7 +44,7 @@ use super::core::{lease_seconds, EtcdBackend, Held};
 use super::keys::{escape, unescape};
 use crate::backend::{holder_row, no_permits, LockBackend, PermitBackend, Request};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -468,6 +468,9 @@ impl PermitBackend for EtcdBackend {
                 fence: u64::try_from(kv.create_revision()).ok(),
                 expires_in: None,
                 waiters: None,
+                holding: Holding::Permits {
+                    semaphore: name.to_string(),
+                },
             });
         }
         rows.sort_by(|a, b| a.name.cmp(&b.name));

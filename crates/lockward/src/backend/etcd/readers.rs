@@ -15,7 +15,7 @@ use super::core::{Contender, EtcdBackend, Wait};
 use super::keys;
 use crate::backend::{Grant, Kind, Request};
 use crate::error::Result;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 
 impl EtcdBackend {
@@ -132,6 +132,9 @@ impl EtcdBackend {
                     fence: u64::try_from(kv.create_revision()).ok(),
                     expires_in: left.map(Duration::from_secs),
                     waiters: None,
+                    holding: Holding::Reader {
+                        lock: name.to_string(),
+                    },
                 });
             }
         }

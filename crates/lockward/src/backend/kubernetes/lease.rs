@@ -14,7 +14,7 @@ use super::watch::LeaseWatch;
 use super::{names, KubernetesBackend};
 use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -314,6 +314,7 @@ impl KubernetesBackend {
             fence: holder::fence_of(&lease.metadata, &record.holder),
             expires_in: Some(left),
             waiters: None,
+            holding: Holding::Lock,
         })
     }
 

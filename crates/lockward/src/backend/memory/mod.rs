@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -80,6 +80,7 @@ impl Slot {
             fence: Some(self.fence),
             expires_in: Some(h.expires_at - now),
             waiters: Some(self.queue.len()),
+            holding: Holding::Lock,
         })
     }
 }

@@ -52,7 +52,7 @@ use super::url::MysqlUrl;
 use crate::backend::time::{from_micros, micros};
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::Result;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -136,6 +136,7 @@ fn info((name, owner, holder, fence, left): Row) -> LockInfo {
         fence: Some(fence),
         expires_in: Some(from_micros(left)),
         waiters: None,
+        holding: Holding::Lock,
     }
 }
 

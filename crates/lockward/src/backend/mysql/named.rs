@@ -37,7 +37,7 @@ use super::url::MysqlUrl;
 use crate::backend::wait::{OUTAGE_MAX, OUTAGE_MIN};
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -340,6 +340,7 @@ impl LockBackend for NamedBackend {
                 fence: Some(fence),
                 expires_in: None,
                 waiters: None,
+                holding: Holding::Lock,
             })
             .collect())
     }

@@ -39,7 +39,7 @@ use super::sessions::{Session, Sessions, Waiting};
 use super::url::PostgresUrl;
 use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, Request};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -52,7 +52,7 @@ pub struct AdvisoryBackend {
     shared: core::Shared,
     table: String,
     /// The connection holding each of this store's locks.
-    held: Mutex<HashMap<(Name, OwnerId), Holding>>,
+    held: Mutex<HashMap<(Name, OwnerId), SessionHold>>,
     sessions: Sessions,
 }
 
@@ -68,7 +68,7 @@ fn shared_suffix(shared: bool) -> &'static str {
 
 /// The session holding one lock, and whether its hold is shared (a
 /// reader's).
-type Holding = (Arc<Session>, bool);
+type SessionHold = (Arc<Session>, bool);
 
 impl AdvisoryBackend {
     /// Connects and creates the bookkeeping table if needed.
@@ -85,7 +85,7 @@ impl AdvisoryBackend {
         })
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Holding>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), SessionHold>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -131,6 +131,16 @@ impl AdvisoryBackend {
             format!("{name}#reader/{owner}")
         } else {
             name.to_string()
+        }
+    }
+
+    /// What the hold recorded as `row` (a [`row_name`](Self::row_name)) is.
+    fn held_by(row: &str) -> Holding {
+        match row.rsplit_once("#reader/") {
+            Some((lock, owner)) if OwnerId::from_hex(owner).is_some() => Holding::Reader {
+                lock: lock.to_string(),
+            },
+            _ => Holding::Lock,
         }
     }
 }
@@ -303,13 +313,17 @@ impl LockBackend for AdvisoryBackend {
         let rows = self.shared.query(&sql, &[&prefix]).await?;
         Ok(rows
             .iter()
-            .map(|r| LockInfo {
-                name: r.get(0),
-                owner: r.get(1),
-                holder: r.get(2),
-                fence: u64::try_from(r.get::<_, i64>(3)).ok(),
-                expires_in: None,
-                waiters: None,
+            .map(|r| {
+                let name: String = r.get(0);
+                LockInfo {
+                    holding: Self::held_by(&name),
+                    name,
+                    owner: r.get(1),
+                    holder: r.get(2),
+                    fence: u64::try_from(r.get::<_, i64>(3)).ok(),
+                    expires_in: None,
+                    waiters: None,
+                }
             })
             .collect())
     }

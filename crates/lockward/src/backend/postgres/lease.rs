@@ -19,7 +19,7 @@ use crate::backend::{
     Attempt, Capabilities, Grant, LockBackend, PermitBackend, Request, Subscription,
 };
 use crate::error::Result;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -222,6 +222,7 @@ fn info(row: &tokio_postgres::Row) -> LockInfo {
         fence: u64::try_from(row.get::<_, i64>(3)).ok(),
         expires_in: Some(from_millis(row.get(4))),
         waiters: None,
+        holding: Holding::Lock,
     }
 }
 

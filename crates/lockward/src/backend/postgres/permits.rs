@@ -34,7 +34,7 @@ use super::lease::LeaseBackend;
 use crate::backend::time::{from_millis, millis};
 use crate::backend::{holder_row, no_permits, owner_checked, PermitBackend, Request};
 use crate::error::Result;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -101,6 +101,9 @@ impl PermitBackend for LeaseBackend {
                     fence: u64::try_from(row.get::<_, i64>(3)).ok(),
                     expires_in: Some(from_millis(row.get(4))),
                     waiters: None,
+                    holding: Holding::Permits {
+                        semaphore: name.to_string(),
+                    },
                 }
             })
             .collect())

@@ -15,7 +15,7 @@ use crate::backend::{
     Subscription,
 };
 use crate::error::Result;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -140,6 +140,7 @@ impl LockBackend for RedisBackend {
                 .get(4)
                 .and_then(int)
                 .and_then(|n| usize::try_from(n).ok()),
+            holding: Holding::Lock,
         }))
     }
 

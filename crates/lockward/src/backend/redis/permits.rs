@@ -27,7 +27,7 @@ use super::core::RedisBackend;
 use crate::backend::time::ttl_millis;
 use crate::backend::{holder_row, no_permits, PermitBackend, Request};
 use crate::error::Result;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -171,6 +171,9 @@ impl PermitBackend for RedisBackend {
                         .and_then(|ms| u64::try_from(ms).ok())
                         .map(Duration::from_millis),
                     waiters: None,
+                    holding: Holding::Permits {
+                        semaphore: name.to_string(),
+                    },
                 });
             }
         }

@@ -19,7 +19,7 @@ use super::codec::{int, text};
 use super::core::RedisBackend;
 use super::keys::READERS_SUFFIX;
 use crate::error::Result;
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 
 impl RedisBackend {
     /// A row per live reader of the names starting with `prefix`:
@@ -45,6 +45,9 @@ impl RedisBackend {
                     fence: None,
                     expires_in: u64::try_from(left).ok().map(Duration::from_millis),
                     waiters: None,
+                    holding: Holding::Reader {
+                        lock: name.to_string(),
+                    },
                 });
             }
         }

@@ -17,7 +17,7 @@ use crate::backend::redis::scripts::{self as redis_scripts, LINE};
 use crate::backend::time::ttl_millis;
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -404,6 +404,7 @@ impl LockBackend for RedlockBackend {
             // Held while a majority of its keys live.
             expires_in: pttls.get(self.quorum - 1).copied(),
             waiters: None,
+            holding: Holding::Lock,
         }))
     }
 

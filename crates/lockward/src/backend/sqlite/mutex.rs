@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use super::host_clock;
 use crate::backend::{Attempt, Capabilities, LockBackend, Request};
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -356,6 +356,7 @@ impl SqliteBackend {
                     fence: Some(fence as u64),
                     expires_in: Some(remaining(expires_at, now)),
                     waiters: None,
+                    holding: Holding::Lock,
                 })
             })?;
             rows.collect()

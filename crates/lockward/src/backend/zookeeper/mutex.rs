@@ -11,7 +11,7 @@ use super::paths;
 use super::queue::node_data;
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, PermitBackend, Request};
 use crate::error::{Error, LostReason, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -210,6 +210,9 @@ impl LockBackend for ZookeeperBackend {
             for reader in readers {
                 if let Some(mut row) = self.describe(&name, &lock, reader, waiters).await? {
                     row.name = format!("{name}#reader/{}", row.owner);
+                    row.holding = Holding::Reader {
+                        lock: name.to_string(),
+                    };
                     held.push(row);
                 }
             }
@@ -285,6 +288,7 @@ impl ZookeeperBackend {
             fence: Some(stat.czxid as u64),
             expires_in,
             waiters: Some(waiters),
+            holding: Holding::Lock,
         }))
     }
 }

@@ -29,7 +29,7 @@ use super::queue::{node_data, random_uuid};
 use super::session::Session;
 use crate::backend::{holder_row, no_permits, Kind, PermitBackend, Request};
 use crate::error::{Error, LostReason, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -401,6 +401,9 @@ impl PermitBackend for ZookeeperBackend {
                     fence: Some(fence),
                     expires_in: None,
                     waiters: None,
+                    holding: Holding::Permits {
+                        semaphore: name.to_string(),
+                    },
                 });
             }
         }
