@@ -39,7 +39,7 @@ pub fn for_error(e: &Error) -> u8 {
         | Error::TimedOut { .. }
         | Error::Contended { .. } => NOT_ACQUIRED,
         Error::Lost { .. } => LOST,
-        Error::InvalidArgument { .. } | Error::Unsupported { .. } | Error::NotSupported { .. } => {
+        Error::InvalidArgument { .. } | Error::NotBuilt { .. } | Error::NotSupported { .. } => {
             USAGE
         }
         Error::Unavailable { .. } => UNAVAILABLE,

@@ -126,9 +126,12 @@ pub enum Error {
         /// Why this store cannot, and what to use instead.
         why: &'static str,
     },
-    /// The store URL names a backend this build does not include.
+    /// The store URL names a backend (or its TLS) that this build of
+    /// lockward does not include: a cargo feature was left out. Not to be
+    /// confused with [`Error::NotSupported`], which a store that is there
+    /// gives for what it cannot do.
     #[error("backend {scheme:?} is not available in this build: {why}")]
-    Unsupported {
+    NotBuilt {
         /// The URL scheme.
         scheme: String,
         /// What to do about it (usually: enable a cargo feature).

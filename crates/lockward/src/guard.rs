@@ -50,14 +50,19 @@ pub struct Guard {
 /// [`MultiGuard`](crate::MultiGuard)'s signal watches every lock it holds:
 /// its deadline is the earliest, and it fires when any one is lost.
 #[derive(Debug, Clone)]
-pub struct LostSignal(Vec<watch::Receiver<Standing>>, Option<Instant>);
+pub struct LostSignal {
+    /// The standing of each lease watched.
+    leases: Vec<watch::Receiver<Standing>>,
+    /// A time at which it fires however the leases are renewed.
+    cap: Option<Instant>,
+}
 
 impl LostSignal {
     pub(crate) fn of_all<'a>(guards: impl IntoIterator<Item = &'a Guard>) -> LostSignal {
-        LostSignal(
-            guards.into_iter().map(|g| g.standing.subscribe()).collect(),
-            None,
-        )
+        LostSignal {
+            leases: guards.into_iter().map(|g| g.standing.subscribe()).collect(),
+            cap: None,
+        }
     }
 
     /// The same signal, also firing (as expired) at `at` however the
@@ -65,15 +70,18 @@ impl LostSignal {
     /// by its TTL (a cron execution's `lock_at_most_for`).
     #[cfg_attr(not(feature = "cron"), allow(dead_code))]
     pub(crate) fn until(self, at: Instant) -> LostSignal {
-        LostSignal(self.0, Some(at))
+        LostSignal {
+            cap: Some(at),
+            ..self
+        }
     }
 
     /// The lease's current local deadline (the earliest, for several).
     pub fn deadline(&self) -> Instant {
-        self.0
+        self.leases
             .iter()
             .map(|rx| rx.borrow().deadline)
-            .chain(self.1)
+            .chain(self.cap)
             .min()
             .unwrap_or_else(Instant::now)
     }
@@ -84,7 +92,7 @@ impl LostSignal {
     pub async fn changed(&mut self) {
         // One future per lock, kept across polls so each stays registered.
         let mut each: Vec<Pin<Box<dyn Future<Output = bool> + Send + '_>>> = self
-            .0
+            .leases
             .iter_mut()
             .map(|rx| Box::pin(async move { rx.changed().await.is_ok() }) as _)
             .collect();
@@ -110,8 +118,8 @@ impl LostSignal {
 
     fn lost_reason(&self) -> Option<LostReason> {
         let now = Instant::now();
-        let capped = self.1.is_some_and(|at| now >= at);
-        self.0
+        let capped = self.cap.is_some_and(|at| now >= at);
+        self.leases
             .iter()
             .find_map(|rx| rx.borrow().lost_at(now))
             .or(capped.then_some(LostReason::Expired))
@@ -122,10 +130,10 @@ impl LostSignal {
     /// nor after a clean release. Cancel-safe.
     pub async fn wait(&mut self) -> LostReason {
         loop {
-            for rx in &mut self.0 {
+            for rx in &mut self.leases {
                 rx.borrow_and_update();
             }
-            if self.0.iter().any(|rx| rx.borrow().ended) {
+            if self.leases.iter().any(|rx| rx.borrow().ended) {
                 // Let go on purpose: it will never be "lost".
                 std::future::pending::<()>().await;
             }
@@ -215,7 +223,10 @@ impl Guard {
 
     /// A handle on the lost signal that does not borrow the guard.
     pub fn lost_signal(&self) -> LostSignal {
-        LostSignal(vec![self.standing.subscribe()], None)
+        LostSignal {
+            leases: vec![self.standing.subscribe()],
+            cap: None,
+        }
     }
 
     /// Extends the lease to `ttl` from now (or its TTL when `None`).

@@ -48,7 +48,7 @@ mod finding;
 mod forced;
 mod guard;
 mod lease;
-mod line;
+mod local_line;
 mod metrics;
 mod name;
 mod options;

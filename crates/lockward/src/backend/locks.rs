@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::wait::{first_attempt, recheck_until_granted, PUSHED_SAFETY_NET};
+use super::recheck::{first_attempt, recheck_until_granted, PUSHED_SAFETY_NET};
 use super::{Attempt, Capabilities, Grant, Request, Subscription};
 use crate::error::Result;
 use crate::lease::LockInfo;

@@ -13,19 +13,19 @@ mod hold;
 mod locks;
 mod permits;
 // Not every build has a store that uses it.
-#[allow(dead_code)]
-mod queued;
+pub mod recheck;
 mod records;
 mod request;
 pub mod side;
 mod side_client;
+#[allow(dead_code)]
+mod store_line;
 mod subscription;
 #[allow(dead_code)]
 pub(crate) mod time;
-pub mod wait;
 // Not every build has a store that uses it.
 #[allow(dead_code)]
-pub(crate) mod waiters;
+pub(crate) mod channel_waiters;
 
 pub mod etcd;
 pub mod kubernetes;
@@ -46,10 +46,10 @@ pub(crate) use locks::{inspect_each, owner_checked};
 pub use permits::{holder_row, PermitBackend};
 #[allow(unused_imports)]
 pub(crate) use permits::{no_permits, split_holder_row, wanted};
-#[allow(unused_imports)]
-pub(crate) use queued::{acquire_in_line, InLine, Leave};
 pub use records::{RecordBackend, Versioned};
 pub use request::{Attempt, Grant, Kind, Request};
+#[allow(unused_imports)]
+pub(crate) use store_line::{acquire_in_line, InLine, Leave};
 pub use subscription::{Subscription, Wakeup};
 
 /// A whole store: both seams. Implemented for every type that implements

@@ -108,7 +108,7 @@ pub trait FencedResource: Send + Sync {
     /// resource must do this in one atomic step.
     async fn claim(&self, key: &str, fence: u64) -> Result<()> {
         let _ = (key, fence);
-        Err(crate::Error::Unsupported {
+        Err(crate::Error::NotBuilt {
             scheme: "fence".into(),
             why: "this resource cannot raise a fence without a write".into(),
         })

@@ -12,7 +12,7 @@ use crate::duration::check_ttl;
 use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::lease::{delayed_deadline, local_deadline, Lease, LockInfo};
-use crate::line::Lines;
+use crate::local_line::Lines;
 use crate::metrics;
 use crate::name::Name;
 use crate::options::LockOptions;
@@ -111,7 +111,7 @@ impl Store {
                 crate::backend::kubernetes::KubernetesBackend::connect(k8s).await?,
             )),
             #[allow(unreachable_patterns)]
-            other => Err(Error::Unsupported {
+            other => Err(Error::NotBuilt {
                 scheme: other.scheme().to_string(),
                 why: format!(
                     "rebuild lockward with the cargo feature for {}",

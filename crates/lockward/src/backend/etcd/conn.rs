@@ -96,7 +96,7 @@ impl EtcdBackend {
 /// `etcds://` (refused when lockward was built without `etcd-tls`).
 pub(super) fn with_identity(mut options: ConnectOptions, url: &EtcdUrl) -> Result<ConnectOptions> {
     if url.tls && !cfg!(feature = "etcd-tls") {
-        return Err(Error::Unsupported {
+        return Err(Error::NotBuilt {
             scheme: "etcds".into(),
             why: "TLS to etcd needs lockward's `etcd-tls` cargo feature".into(),
         });

@@ -31,7 +31,7 @@ use async_trait::async_trait;
 use mysql_async::Conn;
 
 use super::sessions::{Sessions, Waiting};
-use crate::backend::wait::{
+use crate::backend::recheck::{
     sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
 };
 use crate::backend::{Attempt, Grant, Request};

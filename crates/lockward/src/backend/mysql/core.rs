@@ -66,7 +66,7 @@ fn ssl_opts(url: &MysqlUrl) -> Result<Option<mysql_async::SslOpts>> {
         return Ok(None);
     }
     if !cfg!(feature = "mysql-tls") {
-        return Err(Error::Unsupported {
+        return Err(Error::NotBuilt {
             scheme: "mysql".into(),
             why: "ssl-mode needs lockward's `mysql-tls` cargo feature".into(),
         });

@@ -242,7 +242,7 @@ impl LockBackend for MysqlBackend {
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
         if let Some(over) =
-            crate::backend::wait::first_attempt(self.try_acquire(req), deadline).await?
+            crate::backend::recheck::first_attempt(self.try_acquire(req), deadline).await?
         {
             return Ok(over);
         }

@@ -34,7 +34,7 @@ use mysql_async::{Conn, Params};
 use super::core::{like_prefix, Db};
 use super::sessions::Sessions;
 use super::url::MysqlUrl;
-use crate::backend::wait::{OUTAGE_MAX, OUTAGE_MIN};
+use crate::backend::recheck::{OUTAGE_MAX, OUTAGE_MIN};
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::{Holding, LockInfo};

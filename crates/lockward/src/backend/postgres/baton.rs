@@ -46,11 +46,11 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::sessions::{Session, Sessions, Waiting};
-use crate::backend::time::millis;
-use crate::backend::wait::{
+use crate::backend::channel_waiters::Waiter;
+use crate::backend::recheck::{
     sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
 };
-use crate::backend::waiters::Waiter;
+use crate::backend::time::millis;
 use crate::backend::{Attempt, Grant, Request, Wakeup};
 use crate::error::{Error, Result};
 use crate::name::Name;

@@ -77,7 +77,7 @@ pub async fn open(
             return Ok(client);
         }
         #[cfg(not(feature = "postgres-tls"))]
-        return Err(Error::Unsupported {
+        return Err(Error::NotBuilt {
             scheme: "postgres".into(),
             why: "sslmode=require needs lockward's `postgres-tls` cargo feature".into(),
         });

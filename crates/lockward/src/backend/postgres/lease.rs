@@ -13,8 +13,8 @@ use super::sessions::{Session, Sessions};
 use super::statements::Sql;
 use super::url::PostgresUrl;
 use super::{core, listen};
+use crate::backend::channel_waiters::Waiter;
 use crate::backend::time::{from_millis, millis};
-use crate::backend::waiters::Waiter;
 use crate::backend::{
     Attempt, Capabilities, Grant, LockBackend, PermitBackend, Request, Subscription,
 };
@@ -262,7 +262,7 @@ impl LockBackend for LeaseBackend {
 
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
         if let Some(over) =
-            crate::backend::wait::first_attempt(self.try_acquire(req), deadline).await?
+            crate::backend::recheck::first_attempt(self.try_acquire(req), deadline).await?
         {
             return Ok(over);
         }

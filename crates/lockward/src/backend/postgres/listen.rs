@@ -11,7 +11,7 @@ use tokio_postgres::{AsyncMessage, Client};
 
 use super::core;
 use super::url::PostgresUrl;
-use crate::backend::waiters::{Waiter, Waiters};
+use crate::backend::channel_waiters::{Waiter, Waiters};
 use crate::error::Result;
 
 /// The listening side of a store.

@@ -16,7 +16,7 @@ use tokio::sync::OnceCell;
 
 use super::conn::Conn;
 use super::url::RedisUrl;
-use crate::backend::waiters::{Waiter, Waiters};
+use crate::backend::channel_waiters::{Waiter, Waiters};
 use crate::backend::Wakeup;
 
 /// The pub/sub side of a Redis store.

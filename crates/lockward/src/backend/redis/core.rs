@@ -49,7 +49,7 @@ impl RedisBackend {
     pub async fn connect(url: &RedisUrl) -> Result<Self> {
         let address = url.to_string();
         if url.tls && !cfg!(feature = "redis-tls") {
-            return Err(Error::Unsupported {
+            return Err(Error::NotBuilt {
                 scheme: "rediss".into(),
                 why: "TLS to Redis needs lockward's `redis-tls` cargo feature".into(),
             });

@@ -210,7 +210,7 @@ mod tls {
         _url: &ZookeeperUrl,
         _hosts: &str,
     ) -> Result<std::result::Result<Client, zookeeper_client::Error>> {
-        Err(crate::error::Error::Unsupported {
+        Err(crate::error::Error::NotBuilt {
             scheme: "zks".into(),
             why: "TLS to ZooKeeper needs lockward's `zookeeper-tls` cargo feature".into(),
         })

@@ -53,7 +53,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::wait::Backoff;
+use crate::backend::recheck::Backoff;
 use crate::backend::Kind;
 use crate::error::{Error, Result};
 use crate::guard::Guard;

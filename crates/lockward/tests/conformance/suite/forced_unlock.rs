@@ -110,6 +110,7 @@ pub async fn forced_unlock_ends_a_semaphore_holder(f: &dyn Fixture) {
     let plain = f.store().await.try_acquire(&odd, &renewed()).await.unwrap();
     let held = operator.inspect(&odd).await.unwrap().expect("held");
     assert_eq!(held.fence, Some(plain.fence()), "{held:?}");
+    assert_eq!(held.holding, lockward::Holding::Lock, "{held:?}");
     assert_eq!(operator.force_unlock(&odd, &held).await.unwrap(), None);
     let after = operator.try_acquire(&odd, &renewed()).await;
     assert!(after.is_ok(), "not freed: {after:?}");

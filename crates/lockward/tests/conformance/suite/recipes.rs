@@ -195,6 +195,21 @@ pub async fn semaphore_limits_holders(f: &dyn Fixture) {
         .collect();
     shown.sort();
     assert_eq!(shown.len(), 3, "{rows:?}");
+    // Each row says what it holds: permits of the semaphore where the store
+    // keeps it, else the slot's lock.
+    for row in rows
+        .iter()
+        .filter(|r| r.name.starts_with(&format!("{name}#permit/")))
+    {
+        let expected = if sem.is_native() {
+            lockward::Holding::Permits {
+                semaphore: name.clone(),
+            }
+        } else {
+            lockward::Holding::Lock
+        };
+        assert_eq!(row.holding, expected, "{row:?}");
+    }
     if sem.is_native() {
         // Each row carries its holder's fence.
         let mut fences: Vec<Option<u64>> = rows.iter().map(|r| r.fence).collect();

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use lockward::recipe::RwLock;
-use lockward::{Error, LockOptions, Renewal};
+use lockward::{Error, Holding, LockOptions, Renewal};
 
 use super::{unique, Fixture};
 
@@ -32,6 +32,28 @@ pub async fn rw_lock_readers_share_and_a_writer_excludes(f: &dyn Fixture) {
                 && matches!(e, Error::NotSupported { .. }),
             "{e}"
         ),
+    }
+    // `list` shows each reader as holding a share of the lock: natively a
+    // reader's row, else a slot (a lock, or permits of the store's
+    // semaphore) of the readers' semaphore `NAME#readers`.
+    let store = f.store().await;
+    let rows = store.list(&name).await.unwrap();
+    let readers_of = format!("{name}#readers");
+    let shares = rows
+        .iter()
+        .filter(|r| match &r.holding {
+            Holding::Reader { lock } => *lock == name,
+            Holding::Permits { semaphore } => *semaphore == readers_of,
+            Holding::Lock => r.name.starts_with(&format!("{readers_of}#permit/")),
+        })
+        .count();
+    assert_eq!(shares, 3, "{rows:?}");
+    if store.capabilities().native_rw_lock {
+        assert!(
+            rows.iter()
+                .any(|r| r.holding == Holding::Reader { lock: name.clone() }),
+            "{rows:?}"
+        );
     }
     let refused = lock.try_write(&opts()).await;
     assert!(

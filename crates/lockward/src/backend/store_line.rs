@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::wait::{first_attempt, recheck_until_granted};
+use super::recheck::{first_attempt, recheck_until_granted};
 use super::{Attempt, Grant, LockBackend, Request, Subscription};
 use crate::error::Result;
 use crate::name::Name;
