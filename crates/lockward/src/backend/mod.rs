@@ -16,7 +16,9 @@ mod permits;
 pub mod recheck;
 mod records;
 mod request;
+#[cfg(feature = "bench")]
 pub mod side;
+#[cfg(feature = "bench")]
 mod side_client;
 #[allow(dead_code)]
 mod store_line;

@@ -60,7 +60,7 @@ mod queue;
 mod readers;
 #[cfg(feature = "etcd")]
 mod records;
-#[cfg(feature = "etcd")]
+#[cfg(all(feature = "etcd", feature = "bench"))]
 pub mod side;
 pub mod url;
 #[cfg(feature = "etcd")]

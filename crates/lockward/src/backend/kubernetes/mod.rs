@@ -40,7 +40,7 @@ pub mod names;
 mod observed;
 #[cfg(feature = "kubernetes")]
 mod records;
-#[cfg(feature = "kubernetes")]
+#[cfg(all(feature = "kubernetes", feature = "bench"))]
 pub mod side;
 pub mod url;
 #[cfg(feature = "kubernetes")]

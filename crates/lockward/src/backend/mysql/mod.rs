@@ -22,7 +22,7 @@ pub mod named;
 mod records;
 #[cfg(feature = "mysql")]
 mod sessions;
-#[cfg(feature = "mysql")]
+#[cfg(all(feature = "mysql", feature = "bench"))]
 pub mod side;
 pub mod url;
 #[cfg(feature = "mysql")]

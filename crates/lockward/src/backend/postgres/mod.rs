@@ -40,7 +40,7 @@ mod permits;
 mod records;
 #[cfg(feature = "postgres")]
 mod sessions;
-#[cfg(feature = "postgres")]
+#[cfg(all(feature = "postgres", feature = "bench"))]
 pub mod side;
 #[cfg(feature = "postgres")]
 mod statements;

@@ -48,7 +48,7 @@ mod readers;
 mod records;
 #[cfg(feature = "redis")]
 pub mod scripts;
-#[cfg(feature = "redis")]
+#[cfg(all(feature = "redis", feature = "bench"))]
 pub mod side;
 pub mod url;
 #[cfg(feature = "redis")]

@@ -65,7 +65,7 @@ mod quorum;
 mod records;
 #[cfg(feature = "redis")]
 mod scripts;
-#[cfg(feature = "redis")]
+#[cfg(all(feature = "redis", feature = "bench"))]
 pub mod side;
 pub mod url;
 #[cfg(feature = "redis")]

@@ -46,7 +46,7 @@ mod records;
 mod requests;
 #[cfg(feature = "zookeeper")]
 mod session;
-#[cfg(feature = "zookeeper")]
+#[cfg(all(feature = "zookeeper", feature = "bench"))]
 pub mod side;
 pub mod url;
 #[cfg(feature = "zookeeper")]
