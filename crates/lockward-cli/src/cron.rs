@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::exit;
 use crate::lease::{parse_duration, parse_duration_or_zero};
-use crate::run::{run_while, Ended};
+use crate::supervise::{run_while, Ended};
 use crate::stop::StopRequest;
 
 /// Run CMD at each fire time of EXPR on exactly one of the instances running this line.

@@ -88,8 +88,8 @@ fn command_tree_findings() -> Vec<Finding> {
         advice: advice.to_string(),
     };
     let mut out = Vec::new();
-    crate::tree::become_subreaper();
-    out.push(if crate::tree::is_subreaper() {
+    crate::supervise::tree::become_subreaper();
+    out.push(if crate::supervise::tree::is_subreaper() {
         finding(
             Level::Ok,
             "command tree: subreapers",
@@ -107,7 +107,7 @@ fn command_tree_findings() -> Vec<Finding> {
             "fence every write the command makes",
         )
     });
-    out.push(match crate::cgroup::probe() {
+    out.push(match crate::supervise::cgroup::probe() {
         Ok(parent) => finding(
             Level::Ok,
             "command tree: cgroup",

@@ -7,7 +7,7 @@ use lockward::Store;
 
 use crate::exit;
 use crate::lease::parse_duration;
-use crate::run::{run_under, Ended};
+use crate::supervise::{run_under, Ended};
 use crate::stop::StopRequest;
 
 /// Run CMD only while this instance leads the election NAME.

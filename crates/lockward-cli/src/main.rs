@@ -4,14 +4,12 @@
 //! command line, opens the store and dispatches.
 
 mod bench;
-mod cgroup;
 mod cron;
 mod demo;
 mod doctor;
 mod elect;
 mod exit;
 mod holder;
-mod keeper;
 mod lease;
 mod log;
 mod metrics;
@@ -20,9 +18,8 @@ mod run;
 mod sem;
 mod status;
 mod stop;
-mod tree;
+mod supervise;
 mod unlock;
-mod warden;
 
 use std::process::ExitCode;
 
@@ -75,9 +72,9 @@ enum Command {
     #[command(hide = true)]
     DemoWorker(demo::WorkerArgs),
     #[command(hide = true)]
-    Keeper(keeper::KeeperArgs),
+    Keeper(supervise::keeper::KeeperArgs),
     #[command(hide = true)]
-    Warden(warden::WardenArgs),
+    Warden(supervise::warden::WardenArgs),
     Status(status::StatusArgs),
     #[command(after_help = exit::TABLE)]
     Unlock(unlock::UnlockArgs),
@@ -94,8 +91,8 @@ fn main() -> ExitCode {
     };
     // The keeper and the warden are plain blocking code.
     match cli.command {
-        Command::Keeper(args) => return ExitCode::from(keeper::keep(args)),
-        Command::Warden(args) => return ExitCode::from(warden::ward(args)),
+        Command::Keeper(args) => return ExitCode::from(supervise::keeper::keep(args)),
+        Command::Warden(args) => return ExitCode::from(supervise::warden::ward(args)),
         _ => {}
     }
     if let Err(code) = log::init(cli.log_format) {

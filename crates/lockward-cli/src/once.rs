@@ -16,7 +16,7 @@ use lockward::Store;
 
 use crate::exit;
 use crate::lease::LeaseArgs;
-use crate::run::{run_under, Ended};
+use crate::supervise::{run_under, Ended};
 
 /// How long the record of a successful run is kept on stores that cannot
 /// keep it forever (memory, Redis, etcd, ZooKeeper): "all time" as nearly

@@ -6,7 +6,7 @@ use lockward::Store;
 
 use crate::exit;
 use crate::lease::LeaseArgs;
-use crate::run::run_and_release;
+use crate::supervise::run_and_release;
 
 /// Run CMD while holding K of N permits of NAME: runs share N permits across hosts.
 #[derive(clap::Args)]

@@ -14,8 +14,8 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
-use crate::cgroup::CommandCgroup;
-use crate::tree;
+use crate::supervise::cgroup::CommandCgroup;
+use crate::supervise::tree;
 
 /// lockward's side of the keeper: its pipes, its process, and the
 /// command's cgroup and warden when there are.

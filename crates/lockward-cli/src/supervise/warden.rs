@@ -20,7 +20,7 @@ use std::io::Read;
 use std::os::fd::FromRawFd;
 use std::time::Duration;
 
-use crate::cgroup::CommandCgroup;
+use crate::supervise::cgroup::CommandCgroup;
 
 /// One process of `lockward run` and friends (internal).
 #[derive(clap::Args)]
@@ -39,7 +39,7 @@ pub fn ward(args: WardenArgs) -> u8 {
     // lockward and is not used by anything else here.
     let mut keeper = unsafe {
         libc::setpgid(0, 0);
-        for sig in crate::keeper::IGNORED {
+        for sig in crate::supervise::keeper::IGNORED {
             libc::signal(sig, libc::SIG_IGN);
         }
         libc::fcntl(args.watch, libc::F_SETFD, libc::FD_CLOEXEC);

@@ -35,8 +35,8 @@ use std::os::fd::FromRawFd;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cgroup::CommandCgroup;
-use crate::tree;
+use crate::supervise::cgroup::CommandCgroup;
+use crate::supervise::tree;
 
 mod handle;
 
