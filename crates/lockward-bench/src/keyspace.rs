@@ -126,6 +126,7 @@ fn into_error(e: lockward::recipe::IdempotencyError<std::io::Error>) -> lockward
         other => lockward::Error::Protocol {
             address: "bench".into(),
             message: other.to_string(),
+            cause: None,
         },
     }
 }

@@ -197,6 +197,7 @@ fn joined(e: tokio::task::JoinError) -> lockward::Error {
     lockward::Error::Protocol {
         address: "bench".into(),
         message: e.to_string(),
+        cause: None,
     }
 }
 

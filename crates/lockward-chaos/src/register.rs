@@ -32,6 +32,7 @@ impl FencedResource for PlainRegister {
             lockward::Error::Protocol {
                 address: self.dir.display().to_string(),
                 message: e.to_string(),
+                cause: None,
             }
         })
     }

@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use crate::exit;
 use crate::lease::{parse_duration, parse_duration_or_zero};
-use crate::supervise::{run_while, Ended};
 use crate::stop::StopRequest;
+use crate::supervise::{run_while, Ended};
 
 /// Run CMD at each fire time of EXPR on exactly one of the instances running this line.
 #[derive(clap::Args)]

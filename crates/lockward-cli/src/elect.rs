@@ -7,8 +7,8 @@ use lockward::Store;
 
 use crate::exit;
 use crate::lease::parse_duration;
-use crate::supervise::{run_under, Ended};
 use crate::stop::StopRequest;
+use crate::supervise::{run_under, Ended};
 
 /// Run CMD only while this instance leads the election NAME.
 #[derive(clap::Args)]

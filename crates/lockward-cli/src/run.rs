@@ -7,8 +7,8 @@ use lockward::recipe::RwLock;
 use lockward::{Guard, LockOptions, MultiGuard, Store};
 
 use crate::exit;
-use crate::supervise::{finish, never, run_while};
 use crate::lease::LeaseArgs;
+use crate::supervise::{finish, never, run_while};
 
 /// Run CMD while holding lock NAME (or every NAME, taken all or nothing), renewing it; CMD is stopped if a lock is lost.
 #[derive(clap::Args)]

@@ -95,6 +95,9 @@ pub enum Error {
         address: String,
         /// What went wrong, and what to do when it is known.
         message: String,
+        /// The driver's error behind it, where there is one.
+        #[source]
+        cause: Option<Cause>,
     },
     /// The store answered something lockward did not expect.
     #[error("unexpected reply from store {address}: {message}")]
@@ -103,6 +106,9 @@ pub enum Error {
         address: String,
         /// What was unexpected.
         message: String,
+        /// The driver's error behind it, where there is one.
+        #[source]
+        cause: Option<Cause>,
     },
     /// A fenced resource refused a write: a newer holder already wrote
     /// with a larger fence. The writer's lock is gone; it must stop.
@@ -154,5 +160,80 @@ impl Error {
     }
 }
 
+/// A store driver's error behind one of lockward's, kept as
+/// [`source()`](std::error::Error::source): its message and its own
+/// causes, in order. Kept as text, because the drivers' errors are not all
+/// owned or cloneable where lockward maps them; no driver lockward uses
+/// puts a password in one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    message: String,
+    source: Option<Box<Cause>>,
+}
+
+impl Cause {
+    /// The cause `error`, with its chain of sources.
+    pub(crate) fn of(error: &(dyn std::error::Error + 'static)) -> Cause {
+        Cause {
+            message: error.to_string(),
+            source: error.source().map(|s| Box::new(Cause::of(s))),
+        }
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
 /// `Result` with lockward's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::{Cause, Error};
+
+    /// A driver's error with a cause of its own.
+    #[derive(Debug)]
+    struct Driver(std::io::Error);
+
+    impl std::fmt::Display for Driver {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("cannot connect")
+        }
+    }
+
+    impl std::error::Error for Driver {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_driver_error_is_kept_as_the_source_with_its_chain() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let wrapped = Driver(io);
+        let e = Error::Unavailable {
+            address: "redis://h:1".into(),
+            message: "cannot connect".into(),
+            cause: Some(Cause::of(&wrapped)),
+        };
+        let cause = e.source().expect("a source");
+        assert_eq!(cause.to_string(), wrapped.to_string());
+        assert_eq!(
+            cause.source().map(|c| c.to_string()).as_deref(),
+            Some("refused")
+        );
+    }
+}

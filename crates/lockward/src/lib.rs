@@ -60,7 +60,7 @@ pub mod url;
 mod url_parts;
 
 pub use backend::Capabilities;
-pub use error::{Error, LostReason, Result};
+pub use error::{Cause, Error, LostReason, Result};
 pub use guard::{Guard, LostSignal};
 pub use lease::{local_deadline, Holding, Lease, LockInfo};
 pub use name::{Name, MAX_NAME_BYTES};

@@ -15,6 +15,8 @@ async fn server_down_is_unavailable_quickly() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    // The driver's error is kept as the cause.
+    assert!(std::error::Error::source(&err).is_some(), "{err:?}");
     let shown = format!("{err} {err:?}");
     assert!(shown.contains(&port.to_string()), "{shown}");
     assert!(!shown.contains("secret"), "{shown}");

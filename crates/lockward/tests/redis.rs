@@ -87,6 +87,8 @@ async fn server_down_is_unavailable_quickly() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    // The driver's error is kept as the cause.
+    assert!(std::error::Error::source(&err).is_some(), "{err:?}");
     assert!(err.to_string().contains(&port.to_string()), "{err}");
     assert!(
         began.elapsed() < Duration::from_secs(5),

@@ -21,6 +21,7 @@ fn unavailable(e: tokio_postgres::Error) -> Error {
         message: e
             .as_db_error()
             .map_or_else(|| e.to_string(), |d| d.message().to_string()),
+        cause: None,
     }
 }
 

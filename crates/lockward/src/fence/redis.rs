@@ -40,6 +40,7 @@ impl RedisRegister {
         let unavailable = |e: redis::RedisError| Error::Unavailable {
             address: "redis register".into(),
             message: e.to_string(),
+            cause: None,
         };
         let client = redis::Client::open(url).map_err(unavailable)?;
         let conn = ConnectionManager::new(client).await.map_err(unavailable)?;
@@ -55,6 +56,7 @@ impl RedisRegister {
         Error::Unavailable {
             address: "redis register".into(),
             message: e.to_string(),
+            cause: None,
         }
     }
 }

@@ -67,6 +67,7 @@ fn unavailable(address: &str, message: String) -> Error {
     Error::Unavailable {
         address: address.to_string(),
         message,
+        cause: None,
     }
 }
 

@@ -37,10 +37,14 @@ pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
         lockward::backend::redis::CAPABILITIES,
         fixture,
     );
+    crate::suite::own(
+        trials,
+        "redis_cluster::keys_share_a_slot_and_names_spread",
+        keys_share_a_slot_and_names_spread,
+    );
 }
 
 /// Every key of a name sits in one slot, and names spread over the nodes.
-#[tokio::test]
 async fn keys_share_a_slot_and_names_spread() {
     let c = cluster();
     let store = Store::open(&c.url()).await.unwrap();

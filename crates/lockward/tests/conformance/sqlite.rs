@@ -1,4 +1,4 @@
-use lockward::Store;
+use lockward::{Error, Store};
 use tempfile::TempDir;
 
 use crate::suite::Fixture;
@@ -32,9 +32,20 @@ pub fn register(trials: &mut Vec<libtest_mimic::Trial>) {
         lockward::backend::sqlite::CAPABILITIES,
         fixture,
     );
+    crate::suite::own(
+        trials,
+        "sqlite::unwritable_path_is_unavailable",
+        unwritable_path_is_unavailable,
+    );
+    crate::suite::own(
+        trials,
+        "sqlite::default_path_is_created",
+        default_path_is_created,
+    );
 }
 
-#[tokio::test]
+/// A store whose file cannot be created is unavailable, says where and
+/// why, and keeps the driver's error as its source.
 async fn unwritable_path_is_unavailable() {
     // A path below a regular file can never be created, even by root.
     let dir = tempfile::tempdir().unwrap();
@@ -42,7 +53,9 @@ async fn unwritable_path_is_unavailable() {
     std::fs::write(&file, b"not a folder").unwrap();
     let url = format!("sqlite://{}", file.join("locks.db").display());
     match Store::open(&url).await {
-        Err(Error::Unavailable { address, message }) => {
+        Err(Error::Unavailable {
+            address, message, ..
+        }) => {
             assert!(address.contains("plain-file"), "{address}");
             assert!(message.contains("folder"), "{message}");
         }
@@ -50,7 +63,7 @@ async fn unwritable_path_is_unavailable() {
     }
 }
 
-#[tokio::test]
+/// The folders of a store's path are created.
 async fn default_path_is_created() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("a/b/locks.db").display());

@@ -11,7 +11,7 @@ use etcd_client::{Client, ConnectOptions};
 
 use super::core::{EtcdBackend, CALL_TIMEOUT, CONNECT_TIMEOUT};
 use super::url::EtcdUrl;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 
 impl EtcdBackend {
     /// Connects to the cluster of `url`.
@@ -34,6 +34,7 @@ impl EtcdBackend {
                     return Err(Error::Unavailable {
                         address,
                         message: format!("no answer within {:?}", CONNECT_TIMEOUT * 2),
+                        cause: None,
                     })
                 }
             }
@@ -77,6 +78,7 @@ impl EtcdBackend {
                 Err(_) => Error::Unavailable {
                     address: self.address.clone(),
                     message: format!("no answer within {CALL_TIMEOUT:?}"),
+                    cause: None,
                 },
             };
             // Move on, unless another call moved on already.
@@ -88,6 +90,7 @@ impl EtcdBackend {
         Err(last.unwrap_or_else(|| Error::Unavailable {
             address: self.address.clone(),
             message: "no members".into(),
+            cause: None,
         }))
     }
 }
@@ -176,5 +179,6 @@ pub(super) fn unavailable(address: &str, e: etcd_client::Error) -> Error {
     Error::Unavailable {
         address: address.to_string(),
         message,
+        cause: Some(Cause::of(&e)),
     }
 }

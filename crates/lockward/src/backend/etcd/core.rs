@@ -146,6 +146,7 @@ impl EtcdBackend {
         Error::Protocol {
             address: self.address.clone(),
             message: message.to_string(),
+            cause: None,
         }
     }
 }

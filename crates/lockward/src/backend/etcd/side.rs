@@ -28,6 +28,7 @@ impl EtcdSide {
         Error::Unavailable {
             address: self.address.clone(),
             message: e.to_string(),
+            cause: None,
         }
     }
 }

@@ -11,7 +11,7 @@ use kube::{Api, Client, Config};
 
 use super::observed::Observed;
 use super::url::KubernetesUrl;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -55,6 +55,7 @@ impl KubernetesBackend {
         let client = Client::try_from(config).map_err(|e| Error::Unavailable {
             address: address.clone(),
             message: format!("cannot build a client: {e}"),
+            cause: None,
         })?;
         let backend = KubernetesBackend {
             leases: Api::namespaced(client.clone(), &namespace),
@@ -88,11 +89,13 @@ impl KubernetesBackend {
 /// lockward's error for a failed API call on the store at `address`.
 pub(crate) fn api_error(address: &str, e: kube::Error) -> Error {
     let address = address.to_string();
+    let cause = Some(Cause::of(&e));
     match e {
         kube::Error::Api(status) => match status.code {
             401 => Error::Unavailable {
                 address,
                 message: format!("the API server did not accept the credentials: {}", status.message),
+                cause,
             },
             403 => Error::Unavailable {
                 address,
@@ -100,23 +103,28 @@ pub(crate) fn api_error(address: &str, e: kube::Error) -> Error {
                     "the API server refused: {} (grant the Role in the README's Kubernetes section)",
                     status.message
                 ),
+                cause,
             },
             429 | 500.. => Error::Unavailable {
                 address,
                 message: format!("the API server answered {}: {}", status.code, status.message),
+                cause,
             },
             code => Error::Protocol {
                 address,
                 message: format!("the API server answered {code} {}: {}", status.reason, status.message),
+                cause,
             },
         },
         kube::Error::SerdeError(e) => Error::Protocol {
             address,
             message: format!("cannot read the API server's answer: {e}"),
+            cause,
         },
         other => Error::Unavailable {
             address,
             message: other.to_string(),
+            cause,
         },
     }
 }
@@ -126,6 +134,7 @@ async fn load_config(url: &KubernetesUrl, address: &str) -> Result<Config> {
     let unavailable = |what: String| Error::Unavailable {
         address: address.to_string(),
         message: what,
+        cause: None,
     };
     let options = KubeConfigOptions {
         context: url.context.clone(),

@@ -330,6 +330,7 @@ impl KubernetesBackend {
                 message: format!(
                     "resourceVersion {version:?} is not a positive number; lockward's fences need an API server that stores its objects in etcd"
                 ),
+                cause: None,
             })
     }
 }

@@ -9,7 +9,7 @@ use mysql_async::prelude::{FromRow, Queryable};
 use mysql_async::{OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
 
 use super::url::{MysqlUrl, SslMode};
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::name::Name;
 
 /// How long one statement (with getting a connection) may take: a server
@@ -96,6 +96,7 @@ pub fn my_error(address: &str, e: &mysql_async::Error) -> Error {
     Error::Unavailable {
         address: address.to_string(),
         message,
+        cause: Some(Cause::of(e)),
     }
 }
 
@@ -125,6 +126,7 @@ impl Db {
         Error::Unavailable {
             address: self.address.clone(),
             message: format!("no answer within {STATEMENT_TIMEOUT:?}"),
+            cause: None,
         }
     }
 

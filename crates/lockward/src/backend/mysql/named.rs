@@ -131,6 +131,7 @@ impl NamedBackend {
                 return Err(Error::Protocol {
                     address: self.db.address().to_string(),
                     message: "the fence was not returned".into(),
+                    cause: None,
                 })
             }
         };
@@ -269,6 +270,7 @@ impl LockBackend for NamedBackend {
                 Err(Error::Unavailable {
                     address: self.db.address().to_string(),
                     message: format!("the holding session did not answer within {PING_TIMEOUT:?}"),
+                    cause: None,
                 })
             }
         }

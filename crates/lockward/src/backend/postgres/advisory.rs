@@ -234,6 +234,7 @@ impl LockBackend for AdvisoryBackend {
             Ok(None) => Err(Error::Protocol {
                 address: self.address.clone(),
                 message: "pg_advisory_lock returned without the lock".into(),
+                cause: None,
             }),
             // 57014: statement_timeout, our deadline.
             Err(e) if e.code().is_some_and(|c| c.code() == "57014") => Ok(None),
@@ -260,6 +261,7 @@ impl LockBackend for AdvisoryBackend {
             Err(_) => Err(Error::Unavailable {
                 address: self.address.clone(),
                 message: format!("the holding session did not answer within {PING_TIMEOUT:?}"),
+                cause: None,
             }),
         }
     }

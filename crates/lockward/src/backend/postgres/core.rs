@@ -11,7 +11,7 @@ use tokio_postgres::tls::TlsStream;
 use tokio_postgres::{AsyncMessage, Client, Config, Connection, NoTls, Statement};
 
 use super::url::PostgresUrl;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 
 /// How long opening a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -47,6 +47,7 @@ pub fn pg_error(address: &str, e: &tokio_postgres::Error) -> Error {
     Error::Unavailable {
         address: address.to_string(),
         message,
+        cause: Some(Cause::of(e)),
     }
 }
 
@@ -63,6 +64,7 @@ pub async fn open(
     let timed_out = || Error::Unavailable {
         address: address.to_string(),
         message: format!("no answer within {:?}", CONNECT_TIMEOUT * 2),
+        cause: None,
     };
     if url.tls {
         #[cfg(feature = "postgres-tls")]
@@ -120,6 +122,7 @@ mod tls {
         let bad = |message: String| Error::Unavailable {
             address: address.to_string(),
             message,
+            cause: None,
         };
         let mut roots = rustls::RootCertStore::empty();
         match &url.ca {

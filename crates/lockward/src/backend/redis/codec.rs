@@ -3,7 +3,7 @@
 
 use redis::Value;
 
-use crate::error::Error;
+use crate::error::{Cause, Error};
 
 /// A redis-rs error as lockward's (for the other Redis-based backends too). Its text never holds the password: the
 /// address is lockward's redacted one, and redis-rs does not echo AUTH.
@@ -17,6 +17,7 @@ pub(crate) fn redis_error(address: &str, e: redis::RedisError) -> Error {
     Error::Unavailable {
         address: address.to_string(),
         message,
+        cause: Some(Cause::of(&e)),
     }
 }
 

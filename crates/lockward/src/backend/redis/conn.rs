@@ -13,7 +13,7 @@ use redis::{
 };
 
 use super::url::RedisUrl;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 
 /// How long one connection attempt may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -318,5 +318,6 @@ pub fn connect_error(address: &str, e: redis::RedisError) -> Error {
     Error::Unavailable {
         address: address.to_string(),
         message,
+        cause: Some(Cause::of(&e)),
     }
 }

@@ -126,6 +126,7 @@ impl RedisBackend {
         Error::Protocol {
             address: self.address.clone(),
             message: message.into(),
+            cause: None,
         }
     }
 }

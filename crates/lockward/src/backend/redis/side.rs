@@ -26,6 +26,7 @@ impl RedisSide {
             .map_err(|e| Error::Unavailable {
                 address: address.clone(),
                 message: e.to_string(),
+                cause: None,
             })?;
         Ok(RedisSide { conn, address })
     }
@@ -36,6 +37,7 @@ impl RedisSide {
             .map_err(|e| Error::Unavailable {
                 address: self.address.clone(),
                 message: e.to_string(),
+                cause: None,
             })
     }
 
@@ -87,6 +89,7 @@ impl SideClient for RedisSide {
                 .map_err(|e| Error::Unavailable {
                     address: self.address.clone(),
                     message: e.to_string(),
+                    cause: None,
                 })?;
         }
         let after = self.used_memory().await?.unwrap_or(before);

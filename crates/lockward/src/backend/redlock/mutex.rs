@@ -202,6 +202,7 @@ impl RedlockBackend {
                 self.quorum,
                 failures.join("; ")
             ),
+            cause: None,
         }
     }
 
@@ -209,6 +210,7 @@ impl RedlockBackend {
         Error::Protocol {
             address: self.address.clone(),
             message,
+            cause: None,
         }
     }
 

@@ -196,6 +196,7 @@ impl RedlockBackend {
                 self.masters.len(),
                 self.failures(&replies).join("; ")
             ),
+            cause: None,
         })
     }
 }

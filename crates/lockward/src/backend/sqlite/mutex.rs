@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::host_clock;
 use crate::backend::{Attempt, Capabilities, LockBackend, Request};
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
@@ -83,11 +83,16 @@ fn unavailable(path: &Path, message: impl Into<String>) -> Error {
     Error::Unavailable {
         address: format!("sqlite://{}", path.display()),
         message: message.into(),
+        cause: None,
     }
 }
 
 fn sql_error(path: &Path, e: rusqlite::Error) -> Error {
-    unavailable(path, e.to_string())
+    Error::Unavailable {
+        address: format!("sqlite://{}", path.display()),
+        message: e.to_string(),
+        cause: Some(Cause::of(&e)),
+    }
 }
 
 fn open_blocking(path: &Path) -> Result<Connection> {

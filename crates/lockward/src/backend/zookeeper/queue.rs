@@ -58,6 +58,7 @@ impl ZookeeperBackend {
         Err(Error::Protocol {
             address: self.address.clone(),
             message: format!("could not create a contender node under {lock}"),
+            cause: None,
         })
     }
 

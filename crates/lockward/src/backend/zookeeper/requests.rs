@@ -39,6 +39,7 @@ impl ZookeeperBackend {
                     return Err(Error::Unavailable {
                         address: self.address.clone(),
                         message: format!("no answer within {CALL_TIMEOUT:?}"),
+                        cause: None,
                     })
                 }
                 Err(_) => return Ok(Err(zk::Error::Timeout)),

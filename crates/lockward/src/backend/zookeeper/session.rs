@@ -13,7 +13,7 @@ use std::time::Duration;
 use zookeeper_client::{Client, SessionState};
 
 use super::url::ZookeeperUrl;
-use crate::error::{Error, Result};
+use crate::error::{Cause, Error, Result};
 
 /// How long to wait for a session to be established.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -114,6 +114,7 @@ async fn open(url: &ZookeeperUrl, address: &str, epoch: &Arc<AtomicU64>) -> Resu
             return Err(Error::Unavailable {
                 address: address.to_string(),
                 message: format!("no session within {CONNECT_TIMEOUT:?}"),
+                cause: None,
             })
         }
     };
@@ -146,6 +147,7 @@ pub fn unavailable(address: &str, e: &zookeeper_client::Error) -> Error {
     Error::Unavailable {
         address: address.to_string(),
         message,
+        cause: Some(Cause::of(e)),
     }
 }
 

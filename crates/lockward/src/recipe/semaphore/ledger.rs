@@ -176,6 +176,7 @@ impl Semaphore {
                 "the ledger {} holds a value that lockward did not write; it was left untouched",
                 self.ledger_name()
             ),
+            cause: None,
         })?;
         Ok(Ledger {
             entries,

@@ -172,6 +172,20 @@ pub fn register<F, Fut, T>(
     }
 }
 
+/// Adds one check of a backend's own, outside the suite, named
+/// `BACKEND::CHECK` (this binary runs no `#[test]` functions: every check is
+/// a trial).
+pub fn own<F, Fut>(trials: &mut Vec<Trial>, name: &str, check: F)
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()>,
+{
+    trials.push(Trial::test(name, move || {
+        on_runtime(check());
+        Ok(())
+    }));
+}
+
 /// Runs one trial on a runtime of its own, as `#[tokio::test]` would.
 fn on_runtime(work: impl Future<Output = ()>) {
     tokio::runtime::Builder::new_multi_thread()
