@@ -87,8 +87,10 @@ impl LostSignal {
     }
 
     /// Resolves at the next change of standing (a renewal moved the
-    /// deadline, or the lease was lost or ended). Cancel-safe: dropping the
-    /// future misses nothing, the next call sees the change.
+    /// deadline, or the lease was lost or ended).
+    ///
+    /// Cancellation: cancel-safe; dropping the future misses nothing, the next
+    /// call sees the change.
     pub async fn changed(&mut self) {
         // One future per lock, kept across polls so each stays registered.
         let mut each: Vec<Pin<Box<dyn Future<Output = bool> + Send + '_>>> = self
@@ -127,7 +129,9 @@ impl LostSignal {
 
     /// Resolves when the lease is lost: renewal refused, session ended, or
     /// the local deadline passed. Never resolves while the lease is healthy,
-    /// nor after a clean release. Cancel-safe.
+    /// nor after a clean release.
+    ///
+    /// Cancellation: cancel-safe.
     pub async fn wait(&mut self) -> LostReason {
         loop {
             for rx in &mut self.leases {
@@ -217,6 +221,9 @@ impl Guard {
     }
 
     /// Resolves when the lease is lost (see [`LostSignal::wait`]).
+    ///
+    /// Cancellation: cancel-safe; dropping the future misses nothing, a later
+    /// call sees the loss.
     pub async fn lost(&self) -> LostReason {
         self.lost_signal().wait().await
     }
@@ -231,6 +238,9 @@ impl Guard {
 
     /// Extends the lease to `ttl` from now (or its TTL when `None`).
     /// Fails with [`Error::Lost`] when the store no longer records us.
+    ///
+    /// Cancellation: the extension may or may not have reached the store; the
+    /// deadline moves only when it is confirmed, so it stays safe either way.
     pub async fn extend(&self, ttl: Option<Duration>) -> Result<()> {
         let ttl = crate::duration::check_ttl(ttl.unwrap_or(self.standing.borrow().ttl))?;
         if let Some(reason) = self.standing.borrow().lost_at(Instant::now()) {
@@ -272,6 +282,9 @@ impl Guard {
     /// [`Error::Lost`] when the lease had already ended (on the store, or
     /// locally: its deadline passed), but releases it on the store anyway:
     /// work done after the deadline may have overlapped with another holder.
+    ///
+    /// Cancellation: the guard is consumed; a release cut short leaves the
+    /// lease to run out at its TTL (no renewal runs any more).
     #[tracing::instrument(level = "debug", skip_all,
         fields(lock = %self.lease.name, fence = self.lease.fence, store = self.scheme))]
     pub async fn release(self) -> Result<()> {

@@ -23,6 +23,9 @@ pub(crate) type Turn = OwnedMutexGuard<()>;
 
 impl Lines {
     /// Waits for our turn on `name`, or `None` once `deadline` passes.
+    ///
+    /// Cancellation: dropping the future leaves the line at once; the next
+    /// waiter moves up.
     pub async fn turn(&self, name: &Name, deadline: Option<Instant>) -> Option<Turn> {
         let line = {
             let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());

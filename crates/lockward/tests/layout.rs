@@ -1,6 +1,7 @@
 //! The code's layout: imports inside `backend/` (each store's folder, and
 //! the seams beside them) and inside the chaos harness run one way, so no
-//! two files of one folder import each other, directly or around a circle.
+//! two files of one folder import each other, directly or around a circle;
+//! and every public async fn says what cancelling it does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -195,6 +196,52 @@ fn no_folder_of_the_backends_or_the_chaos_harness_imports_in_a_circle() {
             );
         }
     }
+}
+
+/// The `.rs` files below `dir`.
+fn sources(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("a source folder") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            found.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn every_public_async_fn_says_what_cancelling_it_does() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for path in sources(&src) {
+        let text = std::fs::read_to_string(&path).expect("a source file");
+        let lines: Vec<&str> = text.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            if !line.trim_start().starts_with("pub async fn ") {
+                continue;
+            }
+            seen += 1;
+            // The item's docs and attributes: back to the blank line before.
+            let doc = lines[..at]
+                .iter()
+                .rev()
+                .take_while(|l| !l.trim().is_empty())
+                .any(|l| l.trim_start().starts_with("/// Cancellation: "));
+            if !doc {
+                missing.push(format!("{}:{}", path.display(), at + 1));
+            }
+        }
+    }
+    assert!(seen > 100, "only {seen} public async fns found");
+    assert!(
+        missing.is_empty(),
+        "a doc paragraph starting `Cancellation: ` is missing at:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]

@@ -11,6 +11,8 @@ use crate::url::StoreUrl;
 /// (and for stores this build does not include).
 ///
 /// Dropping the future cancels the connection attempt.
+///
+/// Cancellation: dropping the future drops the connection attempt.
 pub async fn connect(url: &StoreUrl) -> Result<Option<Box<dyn SideClient>>> {
     Ok(match url {
         #[cfg(feature = "redis")]

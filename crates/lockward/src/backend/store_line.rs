@@ -59,6 +59,10 @@ pub fn place_lease(ttl: Duration) -> Duration {
 /// [`LockBackend::acquire`] for stores with a line: a free lock is taken at
 /// once (without joining); otherwise the waiter joins the line and waits
 /// for its turn. Dropping the future leaves the line in the background.
+///
+/// Cancellation: dropping the future leaves the line (best effort; a place left
+/// behind lapses with its lease); a grant in flight is released by the
+/// [`Store`](crate::Store).
 pub async fn acquire_in_line<B: InLine + ?Sized>(
     backend: &B,
     req: &Request<'_>,

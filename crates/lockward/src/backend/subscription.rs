@@ -43,6 +43,9 @@ impl Subscription {
     }
 
     /// Waits for the next notification; never resolves when polling.
+    ///
+    /// Cancellation: cancel-safe; a wakeup that came meanwhile is seen by the
+    /// next call.
     pub async fn changed(&mut self) {
         match &mut self.0 {
             Some(w) => w.changed().await,

@@ -21,6 +21,9 @@ use crate::url::StoreUrl;
 
 /// Runs every check on the store of `url`. A store that cannot be opened
 /// yields one error finding that says why.
+///
+/// Cancellation: dropping the future stops the checks; the probe's test lock,
+/// if taken, runs out at its TTL.
 pub async fn diagnose(url: &StoreUrl) -> Vec<Finding> {
     let store = match Store::connect(url).await {
         Ok(store) => store,

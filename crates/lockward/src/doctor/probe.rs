@@ -7,6 +7,11 @@ use super::{Finding, Level};
 use crate::options::{LockOptions, Renewal};
 use crate::store::Store;
 
+/// Probes `store`: round trips, mutual exclusion between two handles, and
+/// fences that grow, as findings.
+///
+/// Cancellation: dropping the future stops the probe; a probe lock it took is
+/// released in the background or runs out at its TTL.
 pub async fn probe(store: &Store) -> Vec<Finding> {
     let name = format!("lockward-doctor/{}", crate::owner::OwnerId::random());
     let opts = LockOptions::new()

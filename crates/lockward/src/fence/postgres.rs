@@ -28,6 +28,9 @@ fn unavailable(e: tokio_postgres::Error) -> Error {
 impl PostgresRegister {
     /// Connects with a libpq-style or URL connection string and opens
     /// `table` (a plain SQL name).
+    ///
+    /// Cancellation: dropping the future drops the connection attempt; a table
+    /// it created stays.
     pub async fn connect(conninfo: &str, table: &str) -> Result<Self> {
         if table.is_empty()
             || !table

@@ -36,6 +36,9 @@ pub struct RedisRegister {
 
 impl RedisRegister {
     /// Connects to `url` (a `redis://` URL as redis-rs reads it).
+    ///
+    /// Cancellation: dropping the future drops the connection attempt; nothing
+    /// is written.
     pub async fn connect(url: &str, prefix: &str) -> Result<Self> {
         let unavailable = |e: redis::RedisError| Error::Unavailable {
             address: "redis register".into(),

@@ -20,6 +20,9 @@ pub struct SqliteRegister {
 
 impl SqliteRegister {
     /// Opens `path` and the table `table` (a plain SQL name).
+    ///
+    /// Cancellation: dropping the future stops opening the file; a table it
+    /// created stays.
     pub async fn open(path: &Path, table: &str) -> Result<Self> {
         if table.is_empty() || !table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::invalid(

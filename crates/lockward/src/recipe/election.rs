@@ -48,7 +48,7 @@ fn listing_key(name: &str) -> String {
 /// name, sorted: for status views. An election's leader is its lock's
 /// holder ([`Candidate::leader`]).
 ///
-/// Cancelling the call changes nothing.
+/// Cancellation: dropping the future changes nothing.
 pub async fn elections(store: &Store) -> Result<Vec<String>> {
     let prefix = listing_key("");
     Ok(store
@@ -155,6 +155,9 @@ impl Candidate {
     }
 
     /// Waits until elected. Drop the future to stop campaigning.
+    ///
+    /// Cancellation: dropping the future ends the campaign; a leadership
+    /// granted at that moment is released, or runs out at its TTL.
     #[tracing::instrument(level = "debug", skip_all, fields(election = %self.name, identity = %self.identity))]
     pub async fn campaign(&self) -> Result<Leadership> {
         crate::metrics::not_leading(&self.name);
@@ -164,6 +167,8 @@ impl Candidate {
     }
 
     /// Becomes leader only if nobody leads now.
+    ///
+    /// Cancellation: as for [`campaign`](Self::campaign).
     #[tracing::instrument(level = "debug", skip_all, fields(election = %self.name, identity = %self.identity))]
     pub async fn try_campaign(&self) -> Result<Leadership> {
         crate::metrics::not_leading(&self.name);
@@ -201,6 +206,8 @@ impl Candidate {
     /// (`None`: nobody leads). For observers that do not campaign. A
     /// release wakes it at once (pushed backends); an expiry or a new
     /// leader's election is seen within a retry period.
+    ///
+    /// Cancellation: cancel-safe; a read and a watch, nothing to undo.
     pub async fn next_leader_change(&self, last: Option<&str>) -> Result<Option<String>> {
         let name = crate::name::Name::new(self.name.as_str())?;
         let mut changes = self.store.backend().subscribe(&name).await?;
@@ -218,6 +225,8 @@ impl Candidate {
     }
 
     /// The current leader's identity, if any.
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn leader(&self) -> Result<Option<String>> {
         Ok(self
             .store
@@ -249,6 +258,9 @@ impl Leadership {
     /// Resolves when this leadership ends without a resign: at the renew
     /// deadline after the last successful renewal, or when the store says
     /// the lease is gone. Never fires before the leadership began.
+    ///
+    /// Cancellation: cancel-safe; dropping the future misses nothing, a later
+    /// call sees the revocation.
     pub async fn revoked(&self) -> Revoked {
         let mut lost = self.guard.lost_signal();
         let mut renewals = self.guard.lost_signal();
@@ -277,6 +289,9 @@ impl Leadership {
     }
 
     /// Gives the leadership up at once; waiting candidates are woken.
+    ///
+    /// Cancellation: a resignation cut short leaves the leadership to run out
+    /// at its TTL (no renewal runs any more).
     pub async fn resign(self) -> Result<()> {
         crate::metrics::election(&self.election.0, "resigned");
         tracing::info!(election = %self.election.0, epoch = self.epoch, "resigned");

@@ -115,8 +115,8 @@ impl Claim {
     /// with [`Error::Lost`] (storing nothing) when the lock was lost, since
     /// another caller may be running the operation by then.
     ///
-    /// Cancelled before the record is written, nothing is stored and the
-    /// lock is released in the background.
+    /// Cancellation: before the record is written, nothing is stored and
+    /// the lock is released in the background.
     pub async fn complete(self, result: &str) -> Result<()> {
         if let Some(reason) = self.guard.lost_reason() {
             return Err(Error::Lost {
@@ -147,6 +147,9 @@ impl Claim {
 
     /// Releases the lock without storing anything: the key stays free for
     /// a retry.
+    ///
+    /// Cancellation: an abandon cut short leaves the key claimed until its
+    /// claim's TTL.
     pub async fn abandon(self) -> Result<()> {
         match self.guard.release().await {
             Ok(()) | Err(Error::Lost { .. } | Error::NotOwner { .. }) => Ok(()),
@@ -213,7 +216,7 @@ impl Idempotency {
     /// The stored result of `key`, if its operation ran: one read of the
     /// exact key.
     ///
-    /// Cancelling the call changes nothing.
+    /// Cancellation: dropping the future changes nothing.
     pub async fn result(&self, key: &str) -> Result<Option<String>> {
         self.store.record(self.key(key)?.as_str()).await
     }
@@ -223,6 +226,9 @@ impl Idempotency {
     ///
     /// Dropping the future while it waits for the lock cancels the wait and
     /// leaves nothing behind.
+    ///
+    /// Cancellation: dropping the future leaves no claim behind beyond its TTL;
+    /// a claim granted at that moment is released in the background.
     #[tracing::instrument(level = "debug", skip(self))]
     pub async fn begin(&self, key: &str) -> Result<Begun> {
         let name = self.key(key)?;
@@ -273,6 +279,10 @@ impl Idempotency {
     /// is dropped and [`Error::Lost`] returned. Dropping this future drops
     /// the operation and releases the lock in the background, storing
     /// nothing.
+    ///
+    /// Cancellation: dropping the future drops the operation and stores no
+    /// result; the claim is released in the background, so the key is free for
+    /// a retry.
     pub async fn run<F, Fut, E>(
         &self,
         key: &str,

@@ -155,7 +155,9 @@ impl MultiGuard {
     }
 
     /// Resolves when any one of the locks is lost (see
-    /// [`LostSignal::wait`]). Cancel-safe.
+    /// [`LostSignal::wait`]).
+    ///
+    /// Cancellation: cancel-safe.
     pub async fn lost(&self) -> LostReason {
         self.lost_signal().wait().await
     }

@@ -98,7 +98,7 @@ impl Optimistic {
 
     /// The record of `key` and its version, if it exists.
     ///
-    /// Cancelling the call changes nothing.
+    /// Cancellation: dropping the future changes nothing.
     pub async fn read(&self, key: &str) -> Result<Option<Versioned>> {
         self.store.read_versioned(key).await
     }
@@ -107,6 +107,9 @@ impl Optimistic {
     /// version, or `None` on a conflict.
     ///
     /// A cancelled call may or may not have written; read again to know.
+    ///
+    /// Cancellation: the write may or may not have landed; read again to know
+    /// (a retried write with the same expected version is refused if it did).
     pub async fn write(&self, key: &str, expected: u64, value: &str) -> Result<Option<u64>> {
         self.store
             .write_versioned(key, expected, value, self.keep_for)
@@ -117,8 +120,8 @@ impl Optimistic {
     /// the result if nobody wrote meanwhile; retries on conflicts. `f` may
     /// run several times; an `Err` from it stops the update.
     ///
-    /// Cancelling the call between tries writes nothing; cancelled during a
-    /// write, that write may or may not have landed.
+    /// Cancellation: between tries it writes nothing; during a write, that
+    /// write may or may not have landed.
     pub async fn update<F, E>(
         &self,
         key: &str,
@@ -163,7 +166,7 @@ impl Optimistic {
     /// once a write sticks (or at once when nothing is written). Rate limits
     /// are built on it. [`Error::Contended`] when every try met a conflict.
     ///
-    /// Cancellation as for [`update`](Self::update).
+    /// Cancellation: as for [`update`](Self::update).
     pub async fn apply<T, F>(&self, key: &str, mut f: F) -> Result<Applied<T>>
     where
         F: FnMut(Option<&str>) -> Change<T>,

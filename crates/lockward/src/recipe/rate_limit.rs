@@ -126,6 +126,8 @@ impl FixedWindow {
     }
 
     /// Counts one request of `subject` (a user, an IP, an API key).
+    ///
+    /// Cancellation: the request may or may not have been counted.
     pub async fn check(&self, subject: &str) -> Result<Decision> {
         let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
         let window_ms = self.window.as_millis().max(1) as u64;
@@ -194,6 +196,8 @@ impl Gcra {
     }
 
     /// Counts one request of `subject`.
+    ///
+    /// Cancellation: the request may or may not have been counted.
     pub async fn check(&self, subject: &str) -> Result<Decision> {
         let key = Name::new(format!("ratelimit/{}/{subject}", self.name))?;
         let (interval, tolerance) = (self.interval_us, self.tolerance_us);

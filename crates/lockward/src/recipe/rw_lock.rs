@@ -146,7 +146,9 @@ impl RwLock {
     /// Takes the read side if no writer holds or waits, else fails at once
     /// with [`Error::Busy`]; [`Error::Lost`] when the pass through `NAME`
     /// ran out before the permit was taken three times running (see
-    /// [`read`](RwLock::read)). Cancellation: as for `read`.
+    /// [`read`](RwLock::read)).
+    ///
+    /// Cancellation: as for `read`.
     #[tracing::instrument(name = "rw_try_read", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn try_read(&self, opts: &LockOptions) -> Result<ReadGuard> {
         if self.native() {
@@ -210,7 +212,9 @@ impl RwLock {
     /// Takes the write side if nobody reads or writes, else fails at once
     /// with [`Error::Busy`]; [`Error::Lost`] when `NAME` ran out while the
     /// readers were counted three times running (see
-    /// [`write`](RwLock::write)). Cancellation: as for `write`.
+    /// [`write`](RwLock::write)).
+    ///
+    /// Cancellation: as for `write`.
     #[tracing::instrument(name = "rw_try_write", level = "debug", skip_all, fields(lock = %self.name))]
     pub async fn try_write(&self, opts: &LockOptions) -> Result<Guard> {
         if self.native() {
@@ -265,8 +269,9 @@ impl RwLock {
 
     /// How many readers hold the lock now, where the lock is built on a
     /// semaphore (one read of the readers' ledger and a look at each
-    /// reader's slot); [`Error::NotSupported`] on a native store. Cancelling
-    /// it changes nothing.
+    /// reader's slot); [`Error::NotSupported`] on a native store.
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn readers(&self) -> Result<u32> {
         if self.native() {
             return Err(Error::NotSupported {
@@ -406,13 +411,16 @@ impl ReadGuard {
         self.guard().lost_signal()
     }
 
-    /// Resolves when the reader's lease is lost. Cancel-safe.
+    /// Resolves when the reader's lease is lost.
+    ///
+    /// Cancellation: cancel-safe.
     pub async fn lost(&self) -> LostReason {
         self.guard().lost().await
     }
 
-    /// Gives the read side back. Cancellation: as for
-    /// [`Permit::release`].
+    /// Gives the read side back.
+    ///
+    /// Cancellation: as for [`Permit::release`].
     pub async fn release(self) -> Result<()> {
         match self.hold {
             ReadHold::Permit(permit) => permit.release().await,

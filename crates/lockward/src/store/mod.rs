@@ -62,11 +62,15 @@ pub struct Store {
 
 impl Store {
     /// Opens the store a URL names (see [`StoreUrl`]).
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn open(url: &str) -> Result<Store> {
         Store::connect(&StoreUrl::parse(url)?).await
     }
 
     /// Opens the store of a parsed URL.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(url: &StoreUrl) -> Result<Store> {
         let store = Store::connect_backend(url).await?;
         Ok(Store {
@@ -166,6 +170,9 @@ impl Store {
     }
 
     /// Takes the lock if it is free, else fails at once with [`Error::Busy`].
+    ///
+    /// Cancellation: dropping the future leaves no holder behind: a grant in
+    /// flight is released in the background.
     pub async fn try_acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
         self.try_acquire_as(name.as_ref(), opts, Kind::Mutex).await
     }
@@ -204,7 +211,11 @@ impl Store {
     }
 
     /// Takes the lock, waiting for it up to the options' wait limit
-    /// ([`Error::TimedOut`] then). Drop the future to cancel the wait.
+    /// ([`Error::TimedOut`] then).
+    ///
+    /// Cancellation: dropping the future ends the wait, leaves this process's
+    /// line, and leaves no holder behind: a grant in flight is released in the
+    /// background.
     pub async fn acquire(&self, name: impl AsRef<str>, opts: &LockOptions) -> Result<Guard> {
         self.acquire_as(name.as_ref(), opts, Kind::Mutex).await
     }
@@ -272,6 +283,9 @@ impl Store {
     /// turn renewal off). When the lock is lost, `work` is cancelled (its
     /// future dropped) and [`Error::Lost`] returned, so nothing runs on
     /// after the lease ended. The lock is released when `work` ends.
+    ///
+    /// Cancellation: dropping the future drops `work` and releases the lock in
+    /// the background.
     pub async fn with_lock<T, F, Fut>(
         &self,
         name: impl AsRef<str>,
@@ -302,6 +316,9 @@ impl Store {
 
     /// Extends a lease by hand, for leases not held by a [`Guard`] in this
     /// process. [`Error::NotOwner`] when `lease` is not the live holder.
+    ///
+    /// Cancellation: the extension may or may not have reached the store; the
+    /// lease returned is the only one to trust.
     pub async fn extend(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
         let ttl = check_ttl(ttl)?;
         let started = Instant::now();
@@ -315,6 +332,9 @@ impl Store {
 
     /// Releases a lease by hand. [`Error::NotOwner`] when `lease` is not the
     /// live holder.
+    ///
+    /// Cancellation: the release may or may not have reached the store; an
+    /// unreleased lease runs out at its TTL.
     pub async fn release(&self, lease: &Lease) -> Result<()> {
         self.backend.release(&lease.name, lease.owner).await
     }
@@ -322,6 +342,8 @@ impl Store {
     /// The current holder of `name`, if any. Where the store keeps
     /// semaphores natively, `SEMAPHORE#permit/ID` (a row of
     /// [`list`](Store::list)) names one holder of a semaphore.
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn inspect(&self, name: impl AsRef<str>) -> Result<Option<LockInfo>> {
         let name = Name::new(name.as_ref())?;
         if let Some(row) = self.permit_holder(&name).await? {
@@ -350,6 +372,8 @@ impl Store {
     /// and, where the store keeps semaphores natively, a row per holder of
     /// the semaphores whose name starts with it (see
     /// [`holder_row`](crate::backend::holder_row)); sorted by name.
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn list(&self, prefix: &str) -> Result<Vec<LockInfo>> {
         let mut held = self.backend.list(prefix).await?;
         if let Some(permits) = self.backend.permits() {

@@ -14,7 +14,7 @@ use super::Store;
 impl Store {
     /// The live record of `key`, read by its exact key.
     ///
-    /// Cancelling the call (dropping its future) changes nothing.
+    /// Cancellation: dropping the future changes nothing.
     pub async fn record(&self, key: &str) -> Result<Option<String>> {
         self.backend.record(&Name::new(key)?).await
     }
@@ -23,6 +23,9 @@ impl Store {
     /// live record already; `true` when this call stored it.
     ///
     /// A cancelled call may or may not have stored the record.
+    ///
+    /// Cancellation: the record may or may not have been inserted; read it to
+    /// know.
     pub async fn insert_record(&self, key: &str, value: &str, ttl: Duration) -> Result<bool> {
         let ttl = check_retention(ttl)?;
         self.backend
@@ -33,6 +36,8 @@ impl Store {
     /// Stores or replaces the record of `key`, to live for `ttl`.
     ///
     /// A cancelled call may or may not have stored the record.
+    ///
+    /// Cancellation: the record may or may not have been written.
     pub async fn put_record(&self, key: &str, value: &str, ttl: Duration) -> Result<()> {
         let ttl = check_retention(ttl)?;
         self.backend.put_record(&Name::new(key)?, value, ttl).await
@@ -44,6 +49,8 @@ impl Store {
     /// memory or under a storage quota.
     ///
     /// A cancelled call may or may not have stored the record.
+    ///
+    /// Cancellation: the record may or may not have been written.
     pub async fn put_permanent_record(&self, key: &str, value: &str) -> Result<()> {
         let key = Name::new(key)?;
         if !self.capabilities().permanent_records {
@@ -65,14 +72,14 @@ impl Store {
     /// Every live record whose key starts with `prefix`, sorted by key: for
     /// ledgers and status views (it lists; point reads use [`record`](Self::record)).
     ///
-    /// Cancelling the call changes nothing.
+    /// Cancellation: dropping the future changes nothing.
     pub async fn records(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         self.backend.records(prefix).await
     }
 
     /// The versioned record of `key`, unless it does not exist or expired.
     ///
-    /// Cancelling the call changes nothing.
+    /// Cancellation: dropping the future changes nothing.
     pub async fn read_versioned(&self, key: &str) -> Result<Option<Versioned>> {
         self.backend.read_versioned(&Name::new(key)?).await
     }
@@ -82,6 +89,9 @@ impl Store {
     /// or `None` when another write came first.
     ///
     /// A cancelled call may or may not have written; read again to know.
+    ///
+    /// Cancellation: the write may or may not have landed; read the version to
+    /// know.
     pub async fn write_versioned(
         &self,
         key: &str,

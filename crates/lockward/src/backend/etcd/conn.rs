@@ -15,6 +15,8 @@ use crate::error::{Cause, Error, Result};
 
 impl EtcdBackend {
     /// Connects to the cluster of `url`.
+    ///
+    /// Cancellation: dropping the future drops the connection attempts.
     pub async fn connect(url: &EtcdUrl) -> Result<Self> {
         let address = url.to_string();
         let options = ConnectOptions::new()

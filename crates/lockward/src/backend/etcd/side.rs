@@ -17,6 +17,8 @@ pub struct EtcdSide {
 
 impl EtcdSide {
     /// Connects to the cluster of `url`.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(url: &EtcdUrl) -> Result<EtcdSide> {
         Ok(EtcdSide {
             client: super::side_client(url).await?,

@@ -40,6 +40,8 @@ impl KubernetesBackend {
     /// `~/.kube/config`) and checks that the API server answers.
     ///
     /// Dropping the future cancels the connection attempt.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(url: &KubernetesUrl) -> Result<Self> {
         let address = url.to_string();
         let mut config = load_config(url, &address).await?;

@@ -25,6 +25,8 @@ impl KubernetesSide {
     /// floor reads exists.
     ///
     /// Dropping the future cancels the connection attempt.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(url: &KubernetesUrl) -> Result<KubernetesSide> {
         let backend = KubernetesBackend::connect(url).await?;
         let lease = Lease {

@@ -108,6 +108,9 @@ fn rolled_back(e: &mysql_async::Error) -> bool {
 
 impl Db {
     /// A pool on `url`'s server, checked with one connection.
+    ///
+    /// Cancellation: dropping the future drops the pool and its connection
+    /// attempt.
     pub async fn connect(url: &MysqlUrl) -> Result<Db> {
         let db = Db {
             pool: Pool::new(options(url)?),
@@ -152,6 +155,9 @@ impl Db {
     }
 
     /// Runs a statement that returns no rows.
+    ///
+    /// Cancellation: the statement may or may not have run; its connection is
+    /// dropped, not reused.
     pub async fn exec(&self, sql: &str, params: Params) -> Result<Changed> {
         self.run(|mut conn| {
             let params = params.clone();
@@ -167,6 +173,9 @@ impl Db {
     }
 
     /// Runs a query and decodes its rows.
+    ///
+    /// Cancellation: the query may or may not have run (it changes nothing);
+    /// its connection is dropped.
     pub async fn rows<T: FromRow + Send + 'static>(
         &self,
         sql: &str,
@@ -181,6 +190,8 @@ impl Db {
 
     /// A connection of its own, outside the pool (for a named lock, which
     /// belongs to the session that took it), within [`STATEMENT_TIMEOUT`].
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn session(&self, url: &MysqlUrl) -> Result<mysql_async::Conn> {
         let opened = tokio::time::timeout(STATEMENT_TIMEOUT, mysql_async::Conn::new(options(url)?));
         match opened.await {
@@ -192,6 +203,9 @@ impl Db {
 
     /// Runs statements without parameters, one after the other (plain text,
     /// not prepared: for the tables' definitions).
+    ///
+    /// Cancellation: the statements may have run in part; each is idempotent
+    /// where lockward uses this.
     pub async fn batch(&self, sql: &str) -> Result<()> {
         self.run(|mut conn| async move { conn.query_drop(sql).await })
             .await
@@ -200,6 +214,9 @@ impl Db {
 
 /// Creates the lock table and the record tables if missing. Names compare
 /// byte for byte (`VARBINARY`: no case folding, no trailing-space padding).
+///
+/// Cancellation: a table already created stays; the next connect finishes the
+/// rest.
 pub async fn create_tables(db: &Db, t: &str) -> Result<()> {
     db.batch(&format!(
         "CREATE TABLE IF NOT EXISTS {t} (

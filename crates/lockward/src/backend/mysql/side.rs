@@ -18,8 +18,9 @@ pub struct MysqlSide {
 }
 
 impl MysqlSide {
-    /// Connects to the server of `url`. Cancellation: dropping the future
-    /// gives up the connection.
+    /// Connects to the server of `url`.
+    ///
+    /// Cancellation: dropping the future gives up the connection.
     pub async fn connect(url: &MysqlUrl) -> Result<MysqlSide> {
         Ok(MysqlSide {
             db: Db::connect(url).await?,

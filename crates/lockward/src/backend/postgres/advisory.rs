@@ -72,6 +72,9 @@ type SessionHold = (Arc<Session>, bool);
 
 impl AdvisoryBackend {
     /// Connects and creates the bookkeeping table if needed.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt; a table
+    /// it created stays.
     pub async fn connect(url: &PostgresUrl) -> Result<Self> {
         let address = url.to_string();
         let client = core::open(url, &address, |_| {}, || {}).await?;

@@ -156,10 +156,12 @@ impl Batons {
     }
 
     /// Waits for the lock of `req` on `backend` (the first try already
-    /// failed) until `deadline`. Cancellation: dropping the future cancels
-    /// and closes its session, which takes it out of the line or gives the
-    /// baton up; a row its statement took at that very moment stays held
-    /// until its lease ends, as a grant in flight does on any store.
+    /// failed) until `deadline`.
+    ///
+    /// Cancellation: dropping the future cancels and closes its session, which
+    /// takes it out of the line or gives the baton up; a row its statement took
+    /// at that very moment stays held until its lease ends, as a grant in
+    /// flight does on any store.
     pub(super) async fn wait(
         &self,
         backend: &impl BatonRow,

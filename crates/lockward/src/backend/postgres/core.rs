@@ -54,6 +54,8 @@ pub fn pg_error(address: &str, e: &tokio_postgres::Error) -> Error {
 /// Opens a connection (with TLS when the URL asks). `on_message` receives
 /// notifications (LISTEN); the task driving the connection ends when it
 /// drops, calling `on_close`.
+///
+/// Cancellation: dropping the future drops the connection attempt.
 pub async fn open(
     url: &PostgresUrl,
     address: &str,
@@ -152,6 +154,9 @@ mod tls {
 /// Creates the lock table, its fence sequence and the tables beside it
 /// (records, semaphores) if missing. An advisory
 /// lock serialises processes that start at the same moment.
+///
+/// Cancellation: the schema's transaction is rolled back by the server when the
+/// connection drops mid-way.
 pub async fn create_schema(client: &Client, table: &str, address: &str) -> Result<()> {
     let ddl = format!(
         "BEGIN;
@@ -192,6 +197,8 @@ pub async fn create_schema(client: &Client, table: &str, address: &str) -> Resul
 
 /// Whether the server ends sessions left idle (`idle_session_timeout`,
 /// PostgreSQL 14 and later), which lease mode's batons rely on.
+///
+/// Cancellation: a read; dropping the future changes nothing.
 pub async fn ends_idle_sessions(client: &Client) -> bool {
     let version = client
         .query_one("SELECT current_setting('server_version_num')::int", &[])
@@ -214,6 +221,9 @@ pub struct Prepared(std::sync::Mutex<std::collections::HashMap<String, Statement
 
 impl Prepared {
     /// `sql` as prepared on `client`, preparing it at its first use.
+    ///
+    /// Cancellation: a statement prepared meanwhile is not cached; the next
+    /// call prepares it again.
     pub async fn statement(
         &self,
         client: &Client,
@@ -262,6 +272,8 @@ impl Shared {
     }
 
     /// Runs `sql` (prepared once per connection) with `params`.
+    ///
+    /// Cancellation: the statement may or may not have run on the server.
     pub async fn query(
         &self,
         sql: &str,

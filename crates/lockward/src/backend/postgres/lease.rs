@@ -38,6 +38,9 @@ pub struct LeaseBackend {
 
 impl LeaseBackend {
     /// Connects and creates the table if needed.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt; a table
+    /// it created stays.
     pub async fn connect(url: &PostgresUrl) -> Result<Self> {
         let address = url.to_string();
         let client = core::open(url, &address, |_| {}, || {}).await?;

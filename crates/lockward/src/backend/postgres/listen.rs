@@ -38,6 +38,9 @@ impl Listener {
     /// the LISTEN is active when this returns. Channels stay listened to
     /// while the connection lives; a waiter's own channel is dropped from
     /// the connection at the next wait once it has no waiter.
+    ///
+    /// Cancellation: dropping the future drops the waiter; the channel stays
+    /// listened to for the store's other waiters.
     pub async fn listen(&self, channel: &str, payload: Option<&str>) -> Result<Waiter> {
         let (wakeup, _) = self
             .waiters

@@ -51,6 +51,9 @@ pub use lease::{LeaseBackend, CAPABILITIES};
 pub use url::{PostgresMode, PostgresUrl};
 
 /// Opens the backend the URL's mode names.
+///
+/// Cancellation: dropping the future drops the connection attempt; a table it
+/// created stays.
 #[cfg(feature = "postgres")]
 pub async fn connect(
     url: &PostgresUrl,

@@ -19,6 +19,8 @@ pub struct PostgresSide {
 
 impl PostgresSide {
     /// Connects to the server of `url`.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(url: &PostgresUrl) -> Result<PostgresSide> {
         let address = url.to_string();
         let client = core::open(url, &address, |_| {}, || {}).await?;

@@ -53,6 +53,9 @@ impl Channels {
 
     /// Subscribes to `channel`; the subscription is active on the server
     /// when this returns.
+    ///
+    /// Cancellation: dropping the future leaves the channel subscribed until
+    /// its last waiter is gone; no wakeup is lost.
     pub async fn subscribe(self: &Arc<Self>, channel: &str) -> redis::RedisResult<ChannelWakeup> {
         let _order = self.ops.lock().await;
         let (waiter, first) = self.waiters.register(channel.as_bytes(), None);

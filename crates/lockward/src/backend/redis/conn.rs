@@ -34,6 +34,8 @@ impl Conn {
     /// pushed messages to it and restores subscriptions after reconnects.
     /// With `lazy` (one server only), it returns at once and connects on
     /// first use, so a server that is down now can join later.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(
         url: &RedisUrl,
         push: Option<Box<dyn AsyncPushSender>>,
@@ -122,6 +124,9 @@ impl Conn {
     }
 
     /// SUBSCRIBE (RESP3 connections only).
+    ///
+    /// Cancellation: the SUBSCRIBE may or may not have been sent; the
+    /// connection's subscriptions are restored on reconnection.
     pub async fn subscribe(&mut self, channel: &[u8]) -> RedisResult<()> {
         match self {
             Conn::Single(c) => c.subscribe(channel).await,
@@ -130,6 +135,9 @@ impl Conn {
     }
 
     /// UNSUBSCRIBE (RESP3 connections only).
+    ///
+    /// Cancellation: the UNSUBSCRIBE may or may not have been sent; an extra
+    /// message on the channel wakes nobody.
     pub async fn unsubscribe(&mut self, channel: &[u8]) -> RedisResult<()> {
         match self {
             Conn::Single(c) => c.unsubscribe(channel).await,
@@ -212,6 +220,8 @@ impl AsyncPushSender for PushBox {
 /// Scans keys matching `pattern` on every node that holds keys: the one
 /// server, or each primary of a cluster (found with `CLUSTER SHARDS`-era
 /// `CLUSTER NODES`).
+///
+/// Cancellation: dropping the future ends the scan; it changes nothing.
 pub async fn scan_all(conn: &Conn, pattern: &str) -> RedisResult<Vec<String>> {
     let mut keys = Vec::new();
     match conn {

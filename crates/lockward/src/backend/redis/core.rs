@@ -46,6 +46,8 @@ pub struct RedisBackend {
 impl RedisBackend {
     /// Connects to the server of `url`; fails with [`Error::Unavailable`]
     /// when it cannot be reached or refuses the credentials.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(url: &RedisUrl) -> Result<Self> {
         let address = url.to_string();
         if url.tls && !cfg!(feature = "redis-tls") {

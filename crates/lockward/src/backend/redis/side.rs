@@ -19,6 +19,8 @@ pub struct RedisSide {
 
 impl RedisSide {
     /// Connects to the server of `url`.
+    ///
+    /// Cancellation: dropping the future drops the connection attempt.
     pub async fn connect(url: &RedisUrl) -> Result<RedisSide> {
         let address = url.to_string();
         let conn = Conn::connect(url, None, false)

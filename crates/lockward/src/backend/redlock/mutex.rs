@@ -103,6 +103,8 @@ pub(super) fn node_timeout(ttl: Duration) -> Duration {
 impl RedlockBackend {
     /// Connects to every master. Masters that are down are connected to
     /// lazily; the store opens when a majority answers.
+    ///
+    /// Cancellation: dropping the future drops the connection attempts.
     pub async fn connect(url: &RedlockUrl) -> Result<Self> {
         let address = url.to_string();
         let mut masters = Vec::new();

@@ -5,6 +5,8 @@ use crate::backend::redis::side::RedisSide;
 use crate::error::{Error, Result};
 
 /// A side client on the first master.
+///
+/// Cancellation: dropping the future drops the connection attempt.
 pub async fn connect(url: &RedlockUrl) -> Result<RedisSide> {
     let first = url
         .masters

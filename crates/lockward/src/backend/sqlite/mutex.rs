@@ -51,6 +51,9 @@ pub struct SqliteBackend {
 
 impl SqliteBackend {
     /// Opens (creating if needed) the database at `path`, and its folder.
+    ///
+    /// Cancellation: dropping the future stops waiting for the file; the
+    /// blocking open finishes in the background, and a table it created stays.
     pub async fn open(path: &Path) -> Result<Self> {
         let path = path.to_path_buf();
         let opened = path.clone();

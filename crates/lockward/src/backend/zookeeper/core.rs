@@ -95,6 +95,8 @@ pub(super) fn now_millis() -> i64 {
 
 impl ZookeeperBackend {
     /// Connects to the ensemble of `url`.
+    ///
+    /// Cancellation: dropping the future closes the session being opened.
     pub async fn connect(url: &ZookeeperUrl) -> Result<Self> {
         let address = url.to_string();
         let session = Arc::new(Session::connect(url, address.clone()).await?);

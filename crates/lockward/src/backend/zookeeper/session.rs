@@ -31,6 +31,8 @@ pub struct Session {
 
 impl Session {
     /// Connects to the ensemble of `url`.
+    ///
+    /// Cancellation: dropping the future closes the session being opened.
     pub async fn connect(url: &ZookeeperUrl, address: String) -> Result<Session> {
         let epoch = Arc::new(AtomicU64::new(0));
         let client = open(url, &address, &epoch).await?;
@@ -67,6 +69,9 @@ impl Session {
 
     /// Replaces the session if `stale` (the id of the one that failed) is
     /// still the current one and has expired.
+    ///
+    /// Cancellation: dropping the future keeps the stale session; the next
+    /// caller renews it.
     pub async fn renew(&self, stale: zookeeper_client::SessionId) -> Result<()> {
         let _one_at_a_time = self.reconnecting.lock().await;
         let (client, _) = self.client();
@@ -170,6 +175,8 @@ mod tls {
 
     /// Connects over TLS with the URL's roots and client certificate; a
     /// file that cannot be read is the URL's fault.
+    ///
+    /// Cancellation: dropping the future closes the session being opened.
     #[cfg(feature = "zookeeper-tls")]
     pub async fn connect(
         mut connector: Connector,
@@ -206,6 +213,8 @@ mod tls {
     }
 
     /// Without the `zookeeper-tls` feature, `zks://` is refused clearly.
+    ///
+    /// Cancellation: dropping the future closes the session being opened.
     #[cfg(not(feature = "zookeeper-tls"))]
     pub async fn connect(
         _connector: Connector,

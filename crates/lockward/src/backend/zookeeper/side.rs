@@ -26,6 +26,8 @@ pub struct ZookeeperSide {
 
 impl ZookeeperSide {
     /// Connects to the ensemble of `url`.
+    ///
+    /// Cancellation: dropping the future closes the session being opened.
     pub async fn connect(url: &ZookeeperUrl) -> Result<ZookeeperSide> {
         let address = url.to_string();
         Ok(ZookeeperSide {

@@ -79,7 +79,7 @@ impl Claim {
     /// let the next one start); never resolves otherwise. Looks every
     /// [`overlap::REPLACE_POLL`].
     ///
-    /// Cancel-safe: it only reads.
+    /// Cancellation: cancel-safe; it only reads.
     pub async fn replaced(&self) {
         match &self.running {
             Some(running) if self.job.options.overlap == Overlap::Replace => {

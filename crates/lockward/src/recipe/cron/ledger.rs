@@ -115,7 +115,7 @@ impl CronJob {
     /// `None` when nobody ran it (one read, whatever the ledger's length).
     /// `None` when the schedule has no fire time before `at`.
     ///
-    /// Cancelling the call changes nothing.
+    /// Cancellation: dropping the future changes nothing.
     pub async fn fire_time_before(&self, at: DateTime<Utc>) -> Result<Option<Entry>> {
         let Ok(fire) = self
             .schedule
@@ -133,6 +133,8 @@ impl CronJob {
 
     /// The ledger from `since` to `until`: every fire time in between, with
     /// its execution or `None` when nobody ran it.
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn ledger(&self, since: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<Entry>> {
         let prefix = format!("cron/{}/", self.job);
         let mut executions: std::collections::BTreeMap<i64, Execution> = Default::default();
@@ -166,6 +168,8 @@ impl CronJob {
     }
 
     /// Fire times with an execution, oldest first (to start a ledger view).
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn first_recorded(&self) -> Result<Option<DateTime<Utc>>> {
         let prefix = format!("cron/{}/", self.job);
         Ok(self

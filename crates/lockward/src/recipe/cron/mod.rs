@@ -134,6 +134,9 @@ impl CronJob {
 
     /// Records this job's expression and time zone in the store, so that
     /// [`CronJob::recorded`] can rebuild it (for `cron-log`).
+    ///
+    /// Cancellation: the record may or may not have been written; writing it
+    /// again is harmless.
     pub async fn record_schedule(&self) -> Result<()> {
         let key = format!("cron-schedule/{}", self.job);
         let value = format!("{}\t{}", self.schedule.as_str(), self.zone.name());
@@ -143,6 +146,8 @@ impl CronJob {
     }
 
     /// The job as its instances last recorded it, if any did.
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn recorded(store: Store, job: &str, instance: &str) -> Result<Option<CronJob>> {
         let key = format!("cron-schedule/{job}");
         let Some(value) = store.record(&key).await? else {
@@ -163,7 +168,7 @@ impl CronJob {
     /// Every job whose instances recorded a schedule (within its
     /// retention), sorted by name: for status views.
     ///
-    /// Cancelling the call changes nothing.
+    /// Cancellation: dropping the future changes nothing.
     pub async fn all_recorded(store: Store, instance: &str) -> Result<Vec<CronJob>> {
         let mut jobs = Vec::new();
         for (key, _) in store.records("cron-schedule/").await? {

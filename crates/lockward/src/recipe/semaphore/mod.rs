@@ -145,8 +145,10 @@ impl Permit {
         self.guard
     }
 
-    /// Gives the permits back. Cancelling it may leave the ledger entry,
-    /// which is dropped when the semaphore next runs short.
+    /// Gives the permits back.
+    ///
+    /// Cancellation: it may leave the ledger entry, which is dropped when
+    /// the semaphore next runs short.
     pub async fn release(self) -> Result<()> {
         let released = self.guard.release().await;
         if let Some(slot) = self.slot {
@@ -206,8 +208,9 @@ impl Semaphore {
 
     /// How many permits are held now, by holders whose lease is live: one
     /// read where the store keeps the semaphore natively; else one read of
-    /// the ledger and one look at each holder's slot. Cancelling it changes
-    /// nothing.
+    /// the ledger and one look at each holder's slot.
+    ///
+    /// Cancellation: a read; dropping the future changes nothing.
     pub async fn held(&self) -> Result<u32> {
         if let Some(seam) = self.store.backend().permits().filter(|_| self.native) {
             let held = seam.permits_held(&Name::new(&self.name)?).await?;
@@ -218,13 +221,18 @@ impl Semaphore {
 
     /// Takes one permit if it is free, else fails at once with
     /// [`Error::NoPermits`].
+    ///
+    /// Cancellation: dropping the future leaves no holder behind: a permit
+    /// granted at that moment is given back in the background, or lapses at its
+    /// TTL.
     pub async fn try_acquire(&self, opts: &LockOptions) -> Result<Permit> {
         self.try_acquire_many(1, opts).await
     }
 
     /// Takes `k` permits at once if they are free, else fails at once with
-    /// [`Error::NoPermits`], which says how many are free. Cancelling it may
-    /// leave a slot lock, which expires.
+    /// [`Error::NoPermits`], which says how many are free.
+    ///
+    /// Cancellation: it may leave a slot lock, which expires.
     #[tracing::instrument(level = "debug", skip_all, fields(semaphore = %self.name, k, slot))]
     pub async fn try_acquire_many(&self, k: u32, opts: &LockOptions) -> Result<Permit> {
         self.check_count(k)?;
@@ -239,14 +247,19 @@ impl Semaphore {
     }
 
     /// Takes one permit, waiting up to the options' wait limit
-    /// ([`Error::TimedOut`] then). Drop the future to cancel the wait.
+    /// ([`Error::TimedOut`] then).
+    ///
+    /// Cancellation: dropping the future ends the wait and leaves no holder
+    /// behind, as for [`try_acquire`](Self::try_acquire).
     pub async fn acquire(&self, opts: &LockOptions) -> Result<Permit> {
         self.acquire_many(1, opts).await
     }
 
     /// Takes `k` permits at once, waiting in line up to the options' wait
-    /// limit ([`Error::TimedOut`] then). Drop the future to cancel the
-    /// wait; the place in line is given up with it.
+    /// limit ([`Error::TimedOut`] then).
+    ///
+    /// Cancellation: as for [`acquire`](Self::acquire); the place in line is
+    /// given up with the wait.
     #[tracing::instrument(level = "debug", skip_all, fields(semaphore = %self.name, k, slot))]
     pub async fn acquire_many(&self, k: u32, opts: &LockOptions) -> Result<Permit> {
         self.check_count(k)?;
@@ -292,8 +305,10 @@ impl Semaphore {
     /// Drops slot `slot` from the ledger, unless its lock is held again:
     /// after its permit's guard was released on its own
     /// ([`Permit::into_guard`]). Nothing to do where the store keeps the
-    /// semaphore natively. Cancelling it leaves the entry, which is dropped
-    /// when the semaphore next runs short.
+    /// semaphore natively.
+    ///
+    /// Cancellation: it leaves the entry, which is dropped when the
+    /// semaphore next runs short.
     pub async fn forget(&self, slot: u32) -> Result<()> {
         if self.native {
             return Ok(());
