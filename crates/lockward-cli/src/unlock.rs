@@ -97,7 +97,7 @@ fn describe(holder: &LockInfo) -> String {
     if let Some(left) = holder.expires_in {
         parts.push(format!("{:.1}s left", left.as_secs_f64()));
     }
-    let label = holder.holder.as_deref().unwrap_or("a holder");
+    let label = holder.label.as_deref().unwrap_or("a holder");
     format!("{label} ({})", parts.join(", "))
 }
 

@@ -54,8 +54,10 @@ pub struct LockInfo {
     pub name: String,
     /// The holder's owner id, as the store records it (hex for lockward's own).
     pub owner: String,
-    /// A human label of the holder (`host:pid`), where the backend stores one.
-    pub holder: Option<String>,
+    /// The holder's label (`host:pid`, or what
+    /// [`LockOptions::label`](crate::LockOptions::label) gave), where the
+    /// backend stores one.
+    pub label: Option<String>,
     /// The holder's fencing token, where the backend can tell.
     pub fence: Option<u64>,
     /// Time until the store frees the lock, if it expires by time.

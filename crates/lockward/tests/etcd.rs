@@ -192,7 +192,7 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let info = store.inspect("leader").await.unwrap().unwrap();
-    assert_eq!(info.holder.as_deref(), Some("node-a"));
+    assert_eq!(info.label.as_deref(), Some("node-a"));
     assert_eq!(
         info.waiters,
         Some(1),
@@ -203,7 +203,7 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
     let until = Instant::now() + Duration::from_secs(5);
     loop {
         let info = store.inspect("leader").await.unwrap();
-        if info.as_ref().and_then(|i| i.holder.as_deref()) == Some("node-b") {
+        if info.as_ref().and_then(|i| i.label.as_deref()) == Some("node-b") {
             break;
         }
         assert!(

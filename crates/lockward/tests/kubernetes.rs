@@ -84,7 +84,7 @@ async fn expiry_is_observed_not_read_from_renew_time_on_a_server() {
         .await
         .unwrap()
         .expect("held by ghost");
-    assert_eq!(info.holder.as_deref(), Some("ghost"));
+    assert_eq!(info.label.as_deref(), Some("ghost"));
     assert_eq!(info.owner, "ghost");
     assert_eq!(
         info.fence, None,

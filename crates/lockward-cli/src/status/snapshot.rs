@@ -29,7 +29,7 @@ impl From<LockInfo> for LockRow {
             kind,
             name: i.name,
             owner: i.owner,
-            holder: i.holder,
+            holder: i.label,
             fence: i.fence,
             expires_in_ms: i.expires_in.map(|d| d.as_millis()),
             waiters: i.waiters,
@@ -113,7 +113,7 @@ pub async fn take(store: &Store, prefix: &str) -> lockward::Result<Snapshot> {
         elections.push(ElectionRow {
             leader: holder
                 .as_ref()
-                .map(|h| h.holder.clone().unwrap_or_else(|| h.owner.clone())),
+                .map(|h| h.label.clone().unwrap_or_else(|| h.owner.clone())),
             epoch: holder.as_ref().and_then(|h| h.fence),
             expires_in_ms: holder.and_then(|h| h.expires_in).map(|d| d.as_millis()),
             name,

@@ -232,7 +232,7 @@ impl Candidate {
             .store
             .inspect(&self.name)
             .await?
-            .map(|info| info.holder.unwrap_or(info.owner)))
+            .map(|info| info.label.unwrap_or(info.owner)))
     }
 }
 

@@ -464,7 +464,7 @@ impl PermitBackend for EtcdBackend {
             rows.push(LockInfo {
                 name: holder_row(&name, lease),
                 owner: lease.to_string(),
-                holder: None,
+                label: None,
                 fence: u64::try_from(kv.create_revision()).ok(),
                 expires_in: None,
                 waiters: None,

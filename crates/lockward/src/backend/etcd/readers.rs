@@ -128,7 +128,7 @@ impl EtcdBackend {
                 rows.push(LockInfo {
                     name: format!("{name}#reader/{owner}"),
                     owner,
-                    holder: None,
+                    label: None,
                     fence: u64::try_from(kv.create_revision()).ok(),
                     expires_in: left.map(Duration::from_secs),
                     waiters: None,

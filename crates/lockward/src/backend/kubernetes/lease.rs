@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{ListParams, PostParams};
 
-use super::holder::{self, Record};
+use super::lease_record::{self, Record};
 use super::watch::LeaseWatch;
 use super::{names, KubernetesBackend};
 use crate::backend::{Attempt, Capabilities, LockBackend, Request, Subscription};
@@ -55,7 +55,7 @@ impl LockBackend for KubernetesBackend {
     /// is written beside the holder in the same update.
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
         let object = self.lease_name(req.name)?;
-        let identity = holder::identity(req.owner, req.label);
+        let identity = lease_record::identity(req.owner, req.label);
         let Some(lease) = self
             .leases
             .get_opt(&object)
@@ -75,8 +75,8 @@ impl LockBackend for KubernetesBackend {
         }
         let fence = self.version_of(&lease.metadata.resource_version)?;
         let taken = Lease {
-            metadata: holder::with_fence(lease.metadata.clone(), fence, &identity),
-            spec: Some(holder::taken(lease.spec.as_ref(), &identity, req.ttl)),
+            metadata: lease_record::with_fence(lease.metadata.clone(), fence, &identity),
+            spec: Some(lease_record::taken(lease.spec.as_ref(), &identity, req.ttl)),
         };
         match self
             .leases
@@ -104,12 +104,12 @@ impl LockBackend for KubernetesBackend {
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, ttl: Duration) -> Result<()> {
-        self.update_own(name, owner, |spec| holder::renewed(spec, ttl))
+        self.update_own(name, owner, |spec| lease_record::renewed(spec, ttl))
             .await
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
-        self.update_own(name, owner, holder::released).await?;
+        self.update_own(name, owner, lease_record::released).await?;
         self.observed.forget(&self.lease_name(name)?);
         Ok(())
     }
@@ -121,8 +121,8 @@ impl LockBackend for KubernetesBackend {
     async fn force_release(&self, name: &Name, holder: &LockInfo) -> Result<()> {
         self.update_held(
             name,
-            |id| holder::shown(id) == holder.owner,
-            holder::released,
+            |id| lease_record::shown(id) == holder.owner,
+            lease_record::released,
         )
         .await?;
         self.observed.forget(&self.lease_name(name)?);
@@ -139,12 +139,12 @@ impl LockBackend for KubernetesBackend {
         placeholder: OwnerId,
         label: &str,
     ) -> Result<()> {
-        let identity = holder::identity(placeholder, Some(label));
+        let identity = lease_record::identity(placeholder, Some(label));
         let left = holder.expires_in.unwrap_or_default();
         self.update_held(
             name,
-            |id| holder::shown(id) == holder.owner,
-            |spec| holder::taken(Some(spec), &identity, left),
+            |id| lease_record::shown(id) == holder.owner,
+            |spec| lease_record::taken(Some(spec), &identity, left),
         )
         .await?;
         self.observed.forget(&self.lease_name(name)?);
@@ -204,7 +204,7 @@ impl KubernetesBackend {
         let list = self.leases.list(&params).await.map_err(|e| self.fail(e))?;
         let fence = self.version_of(&list.metadata.resource_version)?;
         let lease = Lease {
-            metadata: holder::with_fence(
+            metadata: lease_record::with_fence(
                 kube::api::ObjectMeta {
                     name: Some(object.to_string()),
                     namespace: Some(self.namespace.clone()),
@@ -213,7 +213,7 @@ impl KubernetesBackend {
                 fence,
                 identity,
             ),
-            spec: Some(holder::taken(None, identity, ttl)),
+            spec: Some(lease_record::taken(None, identity, ttl)),
         };
         match self.leases.create(&PostParams::default(), &lease).await {
             Ok(_) => {
@@ -241,7 +241,7 @@ impl KubernetesBackend {
     ) -> Result<()> {
         self.update_held(
             name,
-            |identity| holder::owner_of(identity) == Some(owner),
+            |identity| lease_record::owner_of(identity) == Some(owner),
             change,
         )
         .await
@@ -309,9 +309,9 @@ impl KubernetesBackend {
         }
         Some(LockInfo {
             name: name.to_string(),
-            owner: holder::shown(&record.holder),
-            holder: holder::label_of(&record.holder),
-            fence: holder::fence_of(&lease.metadata, &record.holder),
+            owner: lease_record::shown(&record.holder),
+            label: lease_record::label_of(&record.holder),
+            fence: lease_record::fence_of(&lease.metadata, &record.holder),
             expires_in: Some(left),
             waiters: None,
             holding: Holding::Lock,

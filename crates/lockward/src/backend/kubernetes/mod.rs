@@ -4,7 +4,7 @@
 //! exclude each other both ways.
 //!
 //! - **The Lease** holds client-go's record: `holderIdentity` (lockward's
-//!   is `LABEL_OWNER`, see `holder.rs`), `leaseDurationSeconds` (the TTL in
+//!   is `LABEL_OWNER`, see `lease_record.rs`), `leaseDurationSeconds` (the TTL in
 //!   whole seconds, rounded up), `acquireTime`, `renewTime` and
 //!   `leaseTransitions`. Names map to Lease names by [`names`].
 //! - **Expiry is observed, not computed**: a holder's lease has expired
@@ -32,9 +32,9 @@ mod core;
 #[cfg(feature = "kubernetes")]
 pub(crate) mod doctor;
 #[cfg(feature = "kubernetes")]
-mod holder;
-#[cfg(feature = "kubernetes")]
 mod lease;
+#[cfg(feature = "kubernetes")]
+mod lease_record;
 pub mod names;
 #[cfg(feature = "kubernetes")]
 mod observed;

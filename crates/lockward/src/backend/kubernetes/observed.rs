@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::holder::Record;
+use super::lease_record::Record;
 
 /// A Lease held by someone else, as this process last saw it change.
 #[derive(Debug, Clone)]

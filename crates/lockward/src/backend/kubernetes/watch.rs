@@ -13,7 +13,7 @@ use kube::api::{WatchEvent, WatchParams};
 use kube::Api;
 
 use super::core::api_error;
-use super::holder::Record;
+use super::lease_record::Record;
 use crate::backend::Wakeup;
 use crate::error::Result;
 

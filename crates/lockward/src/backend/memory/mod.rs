@@ -76,7 +76,7 @@ impl Slot {
         self.live_holder(now).map(|h| LockInfo {
             name: name.to_string(),
             owner: h.owner.to_string(),
-            holder: h.label.clone(),
+            label: h.label.clone(),
             fence: Some(self.fence),
             expires_in: Some(h.expires_at - now),
             waiters: Some(self.queue.len()),

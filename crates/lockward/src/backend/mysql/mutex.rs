@@ -128,11 +128,11 @@ impl Sql {
 /// A row of the lock table as `inspect` and `list` read it.
 type Row = (Vec<u8>, String, Option<String>, u64, i64);
 
-fn info((name, owner, holder, fence, left): Row) -> LockInfo {
+fn info((name, owner, label, fence, left): Row) -> LockInfo {
     LockInfo {
         name: String::from_utf8_lossy(&name).into_owned(),
         owner,
-        holder,
+        label,
         fence: Some(fence),
         expires_in: Some(from_micros(left)),
         waiters: None,

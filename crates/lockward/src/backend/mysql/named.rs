@@ -335,10 +335,10 @@ impl LockBackend for NamedBackend {
         let rows: Vec<(Vec<u8>, String, Option<String>, u64)> = self.db.rows(&sql, params).await?;
         Ok(rows
             .into_iter()
-            .map(|(name, owner, holder, fence)| LockInfo {
+            .map(|(name, owner, label, fence)| LockInfo {
                 name: String::from_utf8_lossy(&name).into_owned(),
                 owner,
-                holder,
+                label,
                 fence: Some(fence),
                 expires_in: None,
                 waiters: None,

@@ -324,7 +324,7 @@ impl LockBackend for AdvisoryBackend {
                     holding: Self::held_by(&name),
                     name,
                     owner: r.get(1),
-                    holder: r.get(2),
+                    label: r.get(2),
                     fence: u64::try_from(r.get::<_, i64>(3)).ok(),
                     expires_in: None,
                     waiters: None,

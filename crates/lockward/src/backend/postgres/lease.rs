@@ -221,7 +221,7 @@ fn info(row: &tokio_postgres::Row) -> LockInfo {
     LockInfo {
         name: row.get(0),
         owner: row.get(1),
-        holder: row.get(2),
+        label: row.get(2),
         fence: u64::try_from(row.get::<_, i64>(3)).ok(),
         expires_in: Some(from_millis(row.get(4))),
         waiters: None,

@@ -97,7 +97,7 @@ impl PermitBackend for LeaseBackend {
                 LockInfo {
                     name: holder_row(&name, &owner),
                     owner,
-                    holder: row.get(2),
+                    label: row.get(2),
                     fence: u64::try_from(row.get::<_, i64>(3)).ok(),
                     expires_in: Some(from_millis(row.get(4))),
                     waiters: None,

@@ -133,7 +133,7 @@ impl LockBackend for RedisBackend {
         Ok(Some(LockInfo {
             name: name.to_string(),
             owner,
-            holder: reply.get(3).and_then(text),
+            label: reply.get(3).and_then(text),
             fence,
             expires_in: u64::try_from(pttl).ok().map(Duration::from_millis),
             waiters: reply

@@ -165,7 +165,7 @@ impl PermitBackend for RedisBackend {
                 rows.push(LockInfo {
                     name: holder_row(name.as_str(), &owner),
                     owner,
-                    holder: None,
+                    label: None,
                     fence,
                     expires_in: int(&holder[1])
                         .and_then(|ms| u64::try_from(ms).ok())

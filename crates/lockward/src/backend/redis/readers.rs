@@ -41,7 +41,7 @@ impl RedisBackend {
                 rows.push(LockInfo {
                     name: format!("{name}#reader/{owner}"),
                     owner,
-                    holder: None,
+                    label: None,
                     fence: None,
                     expires_in: u64::try_from(left).ok().map(Duration::from_millis),
                     waiters: None,

@@ -396,14 +396,14 @@ impl LockBackend for RedlockBackend {
             .filter_map(|(_, _, f, _)| *f)
             .max()
             .filter(|_| OwnerId::from_hex(&owner).is_some());
-        let holder = keys_seen
+        let label = keys_seen
             .iter()
             .filter(|(o, ..)| *o == owner)
             .find_map(|(.., label)| label.clone());
         Ok(Some(LockInfo {
             name: name.to_string(),
             owner,
-            holder,
+            label,
             fence,
             // Held while a majority of its keys live.
             expires_in: pttls.get(self.quorum - 1).copied(),

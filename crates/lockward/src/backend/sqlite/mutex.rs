@@ -360,7 +360,7 @@ impl SqliteBackend {
                 Ok(LockInfo {
                     name: r.get(0)?,
                     owner: owner.iter().map(|b| format!("{b:02x}")).collect(),
-                    holder: r.get(2)?,
+                    label: r.get(2)?,
                     fence: Some(fence as u64),
                     expires_in: Some(remaining(expires_at, now)),
                     waiters: None,

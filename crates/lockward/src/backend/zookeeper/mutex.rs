@@ -273,7 +273,7 @@ impl ZookeeperBackend {
             }
             (None, None) => None,
         };
-        let (owner, holder) = match owner {
+        let (owner, label) = match owner {
             Some(owner) => (owner.to_string(), label),
             // Curator stores the client's address as the node's data.
             None => (
@@ -284,7 +284,7 @@ impl ZookeeperBackend {
         Ok(Some(LockInfo {
             name: name.to_string(),
             owner,
-            holder,
+            label,
             fence: Some(stat.czxid as u64),
             expires_in,
             waiters: Some(waiters),

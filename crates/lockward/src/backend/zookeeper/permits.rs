@@ -397,7 +397,7 @@ impl PermitBackend for ZookeeperBackend {
                 rows.push(LockInfo {
                     name: holder_row(name.as_str(), &owner),
                     owner,
-                    holder: None,
+                    label: None,
                     fence: Some(fence),
                     expires_in: None,
                     waiters: None,

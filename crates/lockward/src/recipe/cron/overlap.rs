@@ -86,7 +86,7 @@ pub(super) async fn take_running(job: &CronJob, slot: &Guard) -> Result<Running>
     }
     let holder = job.store.inspect(&name).await?;
     if job.options.overlap == Overlap::Forbid {
-        return Ok(Running::Elsewhere(holder.and_then(|h| h.holder)));
+        return Ok(Running::Elsewhere(holder.and_then(|h| h.label)));
     }
     if let Some(holder) = holder {
         let target = match holder.fence {

@@ -101,7 +101,7 @@ pub async fn forced_unlock_holds_back_a_holder_with_lock_delay(f: &dyn Fixture) 
     assert_ne!(placeholder.owner, holder.owner);
     assert!(
         placeholder
-            .holder
+            .label
             .as_deref()
             .is_some_and(|label| label.contains("forced unlock")),
         "{placeholder:?}"
