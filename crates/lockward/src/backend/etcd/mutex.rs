@@ -229,7 +229,7 @@ impl LockBackend for EtcdBackend {
             } else {
                 owner
             },
-            label: label,
+            label,
             fence: u64::try_from(first.create_revision()).ok(),
             expires_in: ttl,
             waiters: Some(resp.kvs().len() - 1),
