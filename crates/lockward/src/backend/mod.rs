@@ -16,6 +16,9 @@ mod permits;
 pub mod recheck;
 mod records;
 mod request;
+// Used by the stores whose locks live in server sessions.
+#[allow(dead_code)]
+pub(crate) mod sessions;
 #[cfg(feature = "bench")]
 pub mod side;
 #[cfg(feature = "bench")]

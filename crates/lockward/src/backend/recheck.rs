@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::{Attempt, Grant, Request, Subscription};
 use crate::error::{Error, Result};
+use crate::name::Name;
 
 /// First polling interval when the store cannot push notifications.
 pub(crate) const POLL_MIN: Duration = Duration::from_millis(1);
@@ -121,6 +122,21 @@ where
             _ = tokio::time::sleep_until(wake_at.into()) => {}
         }
     }
+}
+
+/// A wait's pause while its store is unreachable (a restart, a failover):
+/// says so, then sleeps the next delay of `outage`, cut at `deadline`;
+/// `false` when the deadline came.
+// Not every build has a store that uses it.
+#[allow(dead_code)]
+pub(crate) async fn wait_out_outage(
+    name: &Name,
+    error: &Error,
+    outage: &mut Backoff,
+    deadline: Option<Instant>,
+) -> bool {
+    tracing::warn!(%name, %error, "store unavailable while waiting; retrying");
+    sleep_within(outage.next_delay(), deadline).await
 }
 
 /// Sleeps `pause`, cut at `deadline`; `false` when the deadline came.

@@ -23,8 +23,6 @@
 //! costs one session while it waits; when none can be opened (the server's
 //! `max_connections`), it polls the row as a store that pushes nothing.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -32,8 +30,10 @@ use mysql_async::Conn;
 
 use super::sessions::{Sessions, Waiting};
 use crate::backend::recheck::{
-    sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
+    sleep_within, wait_out_outage, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX,
+    POLL_MIN,
 };
+use crate::backend::sessions::HeldSessions;
 use crate::backend::{Attempt, Grant, Request};
 use crate::error::{Error, Result};
 use crate::name::Name;
@@ -56,7 +56,7 @@ pub(super) trait TryRow: Sync {
 pub(super) struct Batons {
     sessions: Sessions,
     table: String,
-    kept: Mutex<HashMap<(Name, OwnerId), Conn>>,
+    kept: HeldSessions<Conn>,
 }
 
 impl Batons {
@@ -64,12 +64,8 @@ impl Batons {
         Batons {
             sessions,
             table: table.to_string(),
-            kept: Mutex::new(HashMap::new()),
+            kept: HeldSessions::default(),
         }
-    }
-
-    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Conn>> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// `TABLE#baton:NAME`, which the server hashes into the baton's key
@@ -99,14 +95,7 @@ impl Batons {
             let on = session.as_mut().filter(|_| baton).map(Waiting::conn);
             let expires_in = match backend.try_row(req, on).await {
                 Ok(Attempt::Granted { fence }) => {
-                    if let Some(waiting) = session.take() {
-                        let conn = waiting.take();
-                        if baton {
-                            self.kept().insert((req.name.clone(), req.owner), conn);
-                        } else {
-                            self.sessions.put_back(conn);
-                        }
-                    }
+                    self.settle(session, baton, req);
                     return Ok(Some(Grant { fence, started }));
                 }
                 Ok(Attempt::Held { expires_in }) => {
@@ -116,10 +105,9 @@ impl Batons {
                 // The server went away while we waited: waited out, on a
                 // new session (the baton went with the old one).
                 Err(e @ Error::Unavailable { .. }) => {
-                    tracing::warn!(name = %req.name, error = %e, "store unavailable while waiting; retrying");
                     session = None;
                     baton = false;
-                    if !sleep_within(outage.next_delay(), deadline).await {
+                    if !wait_out_outage(req.name, &e, &mut outage, deadline).await {
                         return Ok(None);
                     }
                     continue;
@@ -177,11 +165,24 @@ impl Batons {
         }
     }
 
+    /// After a grant: the waiting session keeps the baton for the holder,
+    /// or, without it, goes back idle.
+    fn settle(&self, session: Option<Waiting>, baton: bool, req: &Request<'_>) {
+        let Some(conn) = session.map(Waiting::take) else {
+            return;
+        };
+        if baton {
+            self.kept.insert(req.name, req.owner, conn);
+        } else {
+            self.sessions.put_back(conn);
+        }
+    }
+
     /// After the row of `name` was released by `owner`: lets go of the
     /// baton it kept, if any, which wakes the next waiter. Cancellation:
     /// dropped midway, the session ends, which lets go of it too.
     pub(super) async fn pass(&self, name: &Name, owner: OwnerId) {
-        let Some(mut conn) = self.kept().remove(&(name.clone(), owner)) else {
+        let Some(mut conn) = self.kept.remove(name, owner) else {
             return;
         };
         if let Ok(true) = self.sessions.release_lock(&mut conn, &self.key(name)).await {

@@ -23,8 +23,7 @@
 //! directly, or make sure the proxy pins a connection that took a named
 //! lock to its client.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -34,7 +33,8 @@ use mysql_async::{Conn, Params};
 use super::core::{like_prefix, Db};
 use super::sessions::Sessions;
 use super::url::MysqlUrl;
-use crate::backend::recheck::{OUTAGE_MAX, OUTAGE_MIN};
+use crate::backend::recheck::{wait_out_outage, Backoff, OUTAGE_MAX, OUTAGE_MIN};
+use crate::backend::sessions::HeldSessions;
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::{Holding, LockInfo};
@@ -71,7 +71,7 @@ pub struct NamedBackend {
     sessions: Sessions,
     table: String,
     /// The session holding each of this store's locks.
-    held: Mutex<HashMap<(Name, OwnerId), Conn>>,
+    held: HeldSessions<Conn>,
 }
 
 impl NamedBackend {
@@ -87,12 +87,8 @@ impl NamedBackend {
             sessions: Sessions::new(url, db.clone()),
             db,
             table: url.table.clone(),
-            held: Mutex::new(HashMap::new()),
+            held: HeldSessions::default(),
         })
-    }
-
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Conn>> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// `TABLE:NAME`, which the server hashes into the lock's key.
@@ -135,7 +131,7 @@ impl NamedBackend {
                 })
             }
         };
-        self.held().insert((req.name.clone(), req.owner), conn);
+        self.held.insert(req.name, req.owner, conn);
         Ok(fence)
     }
 
@@ -223,18 +219,13 @@ impl LockBackend for NamedBackend {
     /// restart) is waited out, up to the deadline, on a new session.
     async fn acquire(&self, req: &Request<'_>, deadline: Option<Instant>) -> Result<Option<Grant>> {
         let mut reached = false;
-        let mut pause = OUTAGE_MIN;
+        let mut outage = Backoff::new(OUTAGE_MIN, OUTAGE_MAX);
         loop {
             match self.wait_in_queue(req, deadline, &mut reached).await {
                 Err(e @ Error::Unavailable { .. }) if reached => {
-                    tracing::warn!(name = %req.name, error = %e, "store unavailable while waiting; retrying");
-                    let now = Instant::now();
-                    if deadline.is_some_and(|d| now >= d) {
+                    if !wait_out_outage(req.name, &e, &mut outage, deadline).await {
                         return Ok(None);
                     }
-                    let wake = deadline.map_or(now + pause, |d| d.min(now + pause));
-                    tokio::time::sleep_until(wake.into()).await;
-                    pause = (pause * 2).min(OUTAGE_MAX);
                 }
                 other => return other,
             }
@@ -245,14 +236,14 @@ impl LockBackend for NamedBackend {
         let not_owner = || Error::NotOwner {
             name: name.to_string(),
         };
-        let Some(mut conn) = self.held().remove(&(name.clone(), owner)) else {
+        let Some(mut conn) = self.held.remove(name, owner) else {
             return Err(not_owner());
         };
         let key = self.key(name);
         let asked = self.sessions.holds(&mut conn, &key);
         match tokio::time::timeout(PING_TIMEOUT, asked).await {
             Ok(Ok(true)) => {
-                self.held().insert((name.clone(), owner), conn);
+                self.held.insert(name, owner, conn);
                 Ok(())
             }
             // Answered, by a session that does not hold it.
@@ -260,13 +251,13 @@ impl LockBackend for NamedBackend {
             // The session is gone, and the lock with it.
             Ok(Err(e)) if e.is_fatal() => Err(not_owner()),
             Ok(Err(e)) => {
-                self.held().insert((name.clone(), owner), conn);
+                self.held.insert(name, owner, conn);
                 Err(self.error(&e))
             }
             Err(_) => {
                 // Unsure whether it still holds: dropping the session would
                 // free a lock that may still be ours, so it is kept.
-                self.held().insert((name.clone(), owner), conn);
+                self.held.insert(name, owner, conn);
                 Err(Error::Unavailable {
                     address: self.db.address().to_string(),
                     message: format!("the holding session did not answer within {PING_TIMEOUT:?}"),
@@ -280,7 +271,7 @@ impl LockBackend for NamedBackend {
         let not_owner = || Error::NotOwner {
             name: name.to_string(),
         };
-        let Some(mut conn) = self.held().remove(&(name.clone(), owner)) else {
+        let Some(mut conn) = self.held.remove(name, owner) else {
             return Err(not_owner());
         };
         // The row first, while the lock still keeps the next holder out.

@@ -3,7 +3,7 @@
 //! opened, given back holding nothing, and ended from another session when
 //! a wait on one is given up.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
@@ -11,6 +11,7 @@ use mysql_async::{Conn, Params};
 
 use super::core::{my_error, Db};
 use super::url::MysqlUrl;
+use crate::backend::sessions::IdleSessions;
 use crate::error::Result;
 
 /// The server's name for the named lock of `?` (a string lockward makes):
@@ -18,16 +19,12 @@ use crate::error::Result;
 /// characters.
 pub(super) const KEY: &str = "CONCAT('lockward:', LEFT(SHA2(?, 256), 52))";
 
-/// The most idle sessions a store keeps; more are closed when given back
-/// (a burst of waiters would otherwise keep as many connections open).
-const MAX_IDLE: usize = 16;
-
 /// The sessions of one store.
 pub(super) struct Sessions {
     url: MysqlUrl,
     db: Arc<Db>,
     /// Sessions holding nothing, for the next lock or wait.
-    idle: Mutex<Vec<Conn>>,
+    idle: IdleSessions<Conn>,
 }
 
 impl Sessions {
@@ -35,15 +32,14 @@ impl Sessions {
         Sessions {
             url: url.clone(),
             db,
-            idle: Mutex::new(Vec::new()),
+            idle: IdleSessions::default(),
         }
     }
 
     /// A session: an idle one (`true`: it may have died since, with a
     /// server restart) or a new one.
     pub(super) async fn take(&self) -> Result<(Conn, bool)> {
-        let reusable = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        match reusable {
+        match self.idle.take(|_| true) {
             Some(conn) => Ok((conn, true)),
             None => Ok((self.open().await?, false)),
         }
@@ -57,10 +53,7 @@ impl Sessions {
     /// Keeps `conn`, which holds no named lock, for the next one (or
     /// closes it when enough are idle).
     pub(super) fn put_back(&self, conn: Conn) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < MAX_IDLE {
-            idle.push(conn);
-        }
+        self.idle.put_back(conn);
     }
 
     /// `conn` about to wait in the server's queue (see [`Waiting`]).

@@ -27,8 +27,7 @@
 //! that transaction and may be released or kept by another client's
 //! traffic. Connect directly, or through a session-mode pool.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -37,6 +36,7 @@ use super::core;
 use super::records::RecordTables;
 use super::sessions::{Session, Sessions, Waiting};
 use super::url::PostgresUrl;
+use crate::backend::sessions::HeldSessions;
 use crate::backend::{Attempt, Capabilities, Grant, Kind, LockBackend, Request};
 use crate::error::{Error, Result};
 use crate::lease::{Holding, LockInfo};
@@ -52,7 +52,7 @@ pub struct AdvisoryBackend {
     shared: core::Shared,
     table: String,
     /// The connection holding each of this store's locks.
-    held: Mutex<HashMap<(Name, OwnerId), SessionHold>>,
+    held: HeldSessions<SessionHold>,
     sessions: Sessions,
 }
 
@@ -84,12 +84,8 @@ impl AdvisoryBackend {
             table: url.table.clone(),
             sessions: Sessions::new(url, &address),
             address,
-            held: Mutex::new(HashMap::new()),
+            held: HeldSessions::default(),
         })
-    }
-
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), SessionHold>> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock_key(&self, name: &Name) -> String {
@@ -120,8 +116,9 @@ impl AdvisoryBackend {
     }
 
     fn record(&self, req: &Request<'_>, client: Session, fence: i64) -> u64 {
-        self.held().insert(
-            (req.name.clone(), req.owner),
+        self.held.insert(
+            req.name,
+            req.owner,
             (Arc::new(client), req.kind == Kind::Reader),
         );
         u64::try_from(fence).unwrap_or(0)
@@ -246,7 +243,7 @@ impl LockBackend for AdvisoryBackend {
     }
 
     async fn extend(&self, name: &Name, owner: OwnerId, _ttl: Duration) -> Result<()> {
-        let Some((client, _)) = self.held().get(&(name.clone(), owner)).cloned() else {
+        let Some((client, _)) = self.held.get(name, owner) else {
             return Err(Error::NotOwner {
                 name: name.to_string(),
             });
@@ -255,7 +252,7 @@ impl LockBackend for AdvisoryBackend {
         match tokio::time::timeout(PING_TIMEOUT, client.simple_query("SELECT 1")).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(_)) if client.is_closed() => {
-                self.held().remove(&(name.clone(), owner));
+                self.held.remove(name, owner);
                 Err(Error::NotOwner {
                     name: name.to_string(),
                 })
@@ -273,7 +270,7 @@ impl LockBackend for AdvisoryBackend {
         let not_owner = || Error::NotOwner {
             name: name.to_string(),
         };
-        let Some((client, shared)) = self.held().remove(&(name.clone(), owner)) else {
+        let Some((client, shared)) = self.held.remove(name, owner) else {
             return Err(not_owner());
         };
         let key = self.lock_key(name);

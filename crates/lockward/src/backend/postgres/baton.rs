@@ -39,8 +39,7 @@
 //! (PgBouncer): there the waiters would share server sessions. Connect
 //! waiters directly, or through a session-mode pool.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -48,8 +47,10 @@ use async_trait::async_trait;
 use super::sessions::{Session, Sessions, Waiting};
 use crate::backend::channel_waiters::Waiter;
 use crate::backend::recheck::{
-    sleep_within, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX, POLL_MIN,
+    sleep_within, wait_out_outage, Backoff, EXPIRY_MARGIN, OUTAGE_MAX, OUTAGE_MIN, POLL_MAX,
+    POLL_MIN,
 };
+use crate::backend::sessions::HeldSessions;
 use crate::backend::time::millis;
 use crate::backend::{Attempt, Grant, Request, Wakeup};
 use crate::error::{Error, Result};
@@ -119,7 +120,7 @@ pub(super) struct Batons {
     /// Whether the server ends idle sessions (PostgreSQL 14 and later);
     /// without that a stuck baton could stall its line, so waiters poll.
     enabled: bool,
-    kept: Mutex<HashMap<(Name, OwnerId), Arc<Session>>>,
+    kept: HeldSessions<Arc<Session>>,
 }
 
 impl Batons {
@@ -127,24 +128,20 @@ impl Batons {
         Batons {
             sessions,
             enabled,
-            kept: Mutex::new(HashMap::new()),
+            kept: HeldSessions::default(),
         }
-    }
-
-    fn kept(&self) -> std::sync::MutexGuard<'_, HashMap<(Name, OwnerId), Arc<Session>>> {
-        self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The session keeping the baton of `name` for its holder `owner`.
     pub(super) fn keeper(&self, name: &Name, owner: OwnerId) -> Option<Arc<Session>> {
-        self.kept().get(&(name.clone(), owner)).cloned()
+        self.kept.get(name, owner)
     }
 
     /// Forgets the session keeping `owner`'s baton of `name`, and returns
     /// it. Dropped, a session that still held the baton gives it up as it
     /// closes.
     pub(super) fn forget(&self, name: &Name, owner: OwnerId) -> Option<Arc<Session>> {
-        self.kept().remove(&(name.clone(), owner))
+        self.kept.remove(name, owner)
     }
 
     /// After a release that let go of the baton on `client`: keeps the
@@ -168,7 +165,6 @@ impl Batons {
         req: &Request<'_>,
         deadline: Option<Instant>,
     ) -> Result<Option<Grant>> {
-        let name = req.name.as_str();
         let mut session: Option<Waiting> = None;
         let mut baton = false;
         let mut poll = Backoff::new(POLL_MIN, POLL_MAX);
@@ -192,15 +188,7 @@ impl Batons {
                 };
                 match attempt {
                     Ok(Attempt::Granted { fence }) => {
-                        if let Some(waiting) = session.take() {
-                            let client = waiting.take();
-                            if baton {
-                                self.kept()
-                                    .insert((req.name.clone(), req.owner), Arc::new(client));
-                            } else {
-                                self.sessions.put_back(client);
-                            }
-                        }
+                        self.settle(session, baton, req);
                         return Ok(Some(Grant { fence, started }));
                     }
                     Ok(Attempt::Held { expires_in: left }) => {
@@ -211,11 +199,10 @@ impl Batons {
                     // session we kept idle too long): waited out, on a new
                     // session (the baton went with the old one).
                     Err(e @ Error::Unavailable { .. }) => {
-                        tracing::warn!(name, error = %e, "store unavailable while waiting; retrying");
                         session = None;
                         baton = false;
                         told = None;
-                        if !sleep_within(outage.next_delay(), deadline).await {
+                        if !wait_out_outage(req.name, &e, &mut outage, deadline).await {
                             return Ok(None);
                         }
                         continue;
@@ -280,8 +267,7 @@ impl Batons {
             expires_in = match tokio::time::timeout(bound + ANSWER_MARGIN, turn).await {
                 Ok(Ok(Some((Attempt::Granted { fence }, waited)))) => {
                     let client = session.take().expect("waited on it").take();
-                    self.kept()
-                        .insert((req.name.clone(), req.owner), Arc::new(client));
+                    self.kept.insert(req.name, req.owner, Arc::new(client));
                     // The lease counts from the row's taking, after the
                     // wait; never later than the server's.
                     return Ok(Some(Grant {
@@ -333,6 +319,19 @@ impl Batons {
                 slept = sleep_within(pause, deadline) => slept,
             },
             None => sleep_within(pause, deadline).await,
+        }
+    }
+
+    /// After a grant: the waiting session keeps the baton for the holder,
+    /// or, without it, goes back idle.
+    fn settle(&self, session: Option<Waiting>, baton: bool, req: &Request<'_>) {
+        let Some(client) = session.map(Waiting::take) else {
+            return;
+        };
+        if baton {
+            self.kept.insert(req.name, req.owner, Arc::new(client));
+        } else {
+            self.sessions.put_back(client);
         }
     }
 

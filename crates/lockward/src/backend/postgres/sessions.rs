@@ -3,18 +3,13 @@
 //! the idle ones or opened, given back holding nothing, and cancelled and
 //! closed when a wait on one is given up.
 
-use std::sync::Mutex;
-
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row};
 
 use super::core;
 use super::url::PostgresUrl;
+use crate::backend::sessions::IdleSessions;
 use crate::error::Result;
-
-/// The most idle sessions a store keeps; more are closed when given back
-/// (a burst of waiters would otherwise keep as many connections open).
-const MAX_IDLE: usize = 16;
 
 /// A session, and the statements prepared on it (prepared once, a
 /// statement is then one round trip with nothing to parse or plan).
@@ -55,7 +50,7 @@ pub(super) struct Sessions {
     url: PostgresUrl,
     address: String,
     /// Sessions holding nothing, for the next lock or wait.
-    idle: Mutex<Vec<Session>>,
+    idle: IdleSessions<Session>,
 }
 
 impl Sessions {
@@ -63,17 +58,13 @@ impl Sessions {
         Sessions {
             url: url.clone(),
             address: address.to_string(),
-            idle: Mutex::new(Vec::new()),
+            idle: IdleSessions::default(),
         }
     }
 
     /// An idle session that is still open, or a new one.
     pub(super) async fn take(&self) -> Result<Session> {
-        let reusable = {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            std::iter::from_fn(|| idle.pop()).find(|c| !c.is_closed())
-        };
-        match reusable {
+        match self.idle.take(|c| !c.is_closed()) {
             Some(c) => Ok(c),
             None => Ok(Session::new(
                 core::open(&self.url, &self.address, |_| {}, || {}).await?,
@@ -84,9 +75,8 @@ impl Sessions {
     /// Keeps `client`, which holds nothing, for the next use (or closes it
     /// when enough are idle).
     pub(super) fn put_back(&self, client: Session) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if !client.is_closed() && idle.len() < MAX_IDLE {
-            idle.push(client);
+        if !client.is_closed() {
+            self.idle.put_back(client);
         }
     }
 }
