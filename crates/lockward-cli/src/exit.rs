@@ -18,7 +18,7 @@ pub const CANNOT_EXECUTE: u8 = 126;
 /// CMD was not found.
 pub const NOT_FOUND: u8 = 127;
 
-/// The text for `--help` and the README.
+/// The text for `--help` (and the table in docs/cli.md).
 pub const TABLE: &str = "\
 Exit status:
   the command's own    when it ran (128+N when it was killed by signal N)

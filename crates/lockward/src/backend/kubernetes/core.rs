@@ -102,7 +102,7 @@ pub(crate) fn api_error(address: &str, e: kube::Error) -> Error {
             403 => Error::Unavailable {
                 address,
                 message: format!(
-                    "the API server refused: {} (grant the Role in the README's Kubernetes section)",
+                    "the API server refused: {} (grant the Role in lockward's Kubernetes guide, docs/stores/kubernetes.md)",
                     status.message
                 ),
                 cause,

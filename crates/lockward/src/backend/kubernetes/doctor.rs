@@ -103,7 +103,7 @@ async fn access(backend: &KubernetesBackend) -> Finding {
                 missing.join(", ")
             ),
         )
-        .advise("grant the Role in the README's Kubernetes section to this identity")
+        .advise("grant the Role in lockward's Kubernetes guide (docs/stores/kubernetes.md) to this identity")
     }
 }
 
