@@ -39,7 +39,7 @@ use crate::url_parts::{url_error, Parts};
 pub use crate::url_parts::{Endpoint, Secret};
 
 /// Schemes lockward knows, for the message on an unknown one.
-const SCHEMES: &[&str] = &[
+pub(crate) const SCHEMES: &[&str] = &[
     "memory",
     "sqlite",
     "redis",
