@@ -50,7 +50,7 @@ pub use locks::{acquire_by_rechecking, LockBackend};
 pub(crate) use locks::{inspect_each, owner_checked};
 pub use permits::{holder_row, PermitBackend};
 #[allow(unused_imports)]
-pub(crate) use permits::{no_permits, split_holder_row, wanted};
+pub(crate) use permits::{no_permits, permit_row, split_holder_row, wanted};
 pub use records::{RecordBackend, Versioned};
 pub use request::{Attempt, Grant, Kind, Request};
 #[allow(unused_imports)]

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 
 use super::Request;
 use crate::error::{Error, Result};
-use crate::lease::LockInfo;
+use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -74,6 +74,25 @@ pub trait PermitBackend: Send + Sync {
 /// store's id of the holder, in hex).
 pub fn holder_row(semaphore: &str, id: &str) -> String {
     format!("{semaphore}#permit/{id}")
+}
+
+/// A semaphore holder's row in `list`: named
+/// [`holder_row`]`(semaphore, id)` and holding the semaphore's permits;
+/// no label, time left or waiters unless the caller sets them.
+// Not every build has a store that keeps semaphores itself.
+#[allow(dead_code)]
+pub(crate) fn permit_row(semaphore: &str, id: &str, owner: String, fence: Option<u64>) -> LockInfo {
+    LockInfo {
+        name: holder_row(semaphore, id),
+        owner,
+        label: None,
+        fence,
+        expires_in: None,
+        waiters: None,
+        holding: Holding::Permits {
+            semaphore: semaphore.to_string(),
+        },
+    }
 }
 
 /// The semaphore and holder id of a row named by [`holder_row`].

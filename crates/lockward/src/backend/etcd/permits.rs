@@ -42,9 +42,9 @@ use etcd_client::{
 
 use super::core::{lease_seconds, EtcdBackend, Held};
 use super::keys::{escape, unescape};
-use crate::backend::{holder_row, no_permits, LockBackend, PermitBackend, Request};
+use crate::backend::{no_permits, permit_row, LockBackend, PermitBackend, Request};
 use crate::error::{Error, Result};
-use crate::lease::{Holding, LockInfo};
+use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -461,17 +461,8 @@ impl PermitBackend for EtcdBackend {
             let Some(name) = unescape(escaped) else {
                 continue;
             };
-            rows.push(LockInfo {
-                name: holder_row(&name, lease),
-                owner: lease.to_string(),
-                label: None,
-                fence: u64::try_from(kv.create_revision()).ok(),
-                expires_in: None,
-                waiters: None,
-                holding: Holding::Permits {
-                    semaphore: name.to_string(),
-                },
-            });
+            let fence = u64::try_from(kv.create_revision()).ok();
+            rows.push(permit_row(&name, lease, lease.to_string(), fence));
         }
         rows.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(rows)

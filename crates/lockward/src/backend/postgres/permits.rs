@@ -32,9 +32,9 @@ use tokio_postgres::types::ToSql;
 
 use super::lease::LeaseBackend;
 use crate::backend::time::{from_millis, millis};
-use crate::backend::{holder_row, no_permits, owner_checked, PermitBackend, Request};
+use crate::backend::{no_permits, owner_checked, permit_row, PermitBackend, Request};
 use crate::error::Result;
-use crate::lease::{Holding, LockInfo};
+use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -94,16 +94,11 @@ impl PermitBackend for LeaseBackend {
             .iter()
             .map(|row| {
                 let (name, owner): (String, String) = (row.get(0), row.get(1));
+                let fence = u64::try_from(row.get::<_, i64>(3)).ok();
                 LockInfo {
-                    name: holder_row(&name, &owner),
-                    owner,
                     label: row.get(2),
-                    fence: u64::try_from(row.get::<_, i64>(3)).ok(),
                     expires_in: Some(from_millis(row.get(4))),
-                    waiters: None,
-                    holding: Holding::Permits {
-                        semaphore: name.to_string(),
-                    },
+                    ..permit_row(&name, &owner, owner.clone(), fence)
                 }
             })
             .collect())

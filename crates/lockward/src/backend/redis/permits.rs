@@ -25,9 +25,9 @@ use redis::Value;
 use super::codec::{int, text};
 use super::core::RedisBackend;
 use crate::backend::time::ttl_millis;
-use crate::backend::{holder_row, no_permits, PermitBackend, Request};
+use crate::backend::{no_permits, permit_row, PermitBackend, Request};
 use crate::error::Result;
-use crate::lease::{Holding, LockInfo};
+use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -162,18 +162,12 @@ impl PermitBackend for RedisBackend {
                 let owner = text(&holder[0]).unwrap_or_default();
                 let fence = text(&holder[2])
                     .and_then(|v| v.rsplit_once(' ').and_then(|(_, f)| f.parse().ok()));
+                let expires_in = int(&holder[1])
+                    .and_then(|ms| u64::try_from(ms).ok())
+                    .map(Duration::from_millis);
                 rows.push(LockInfo {
-                    name: holder_row(name.as_str(), &owner),
-                    owner,
-                    label: None,
-                    fence,
-                    expires_in: int(&holder[1])
-                        .and_then(|ms| u64::try_from(ms).ok())
-                        .map(Duration::from_millis),
-                    waiters: None,
-                    holding: Holding::Permits {
-                        semaphore: name.to_string(),
-                    },
+                    expires_in,
+                    ..permit_row(name.as_str(), &owner, owner.clone(), fence)
                 });
             }
         }

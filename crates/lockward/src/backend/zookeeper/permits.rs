@@ -27,9 +27,9 @@ use super::held::{delete_until_gone, until_expired};
 use super::paths;
 use super::queue::{node_data, random_uuid};
 use super::session::Session;
-use crate::backend::{holder_row, no_permits, Kind, PermitBackend, Request};
+use crate::backend::{no_permits, permit_row, Kind, PermitBackend, Request};
 use crate::error::{Error, LostReason, Result};
-use crate::lease::{Holding, LockInfo};
+use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
@@ -394,17 +394,12 @@ impl PermitBackend for ZookeeperBackend {
                 *first = (*first).min(fence);
             }
             for (owner, fence) in seen {
-                rows.push(LockInfo {
-                    name: holder_row(name.as_str(), &owner),
-                    owner,
-                    label: None,
-                    fence: Some(fence),
-                    expires_in: None,
-                    waiters: None,
-                    holding: Holding::Permits {
-                        semaphore: name.to_string(),
-                    },
-                });
+                rows.push(permit_row(
+                    name.as_str(),
+                    &owner,
+                    owner.clone(),
+                    Some(fence),
+                ));
             }
         }
         rows.sort_by(|a, b| a.name.cmp(&b.name));
