@@ -16,6 +16,7 @@ mod metrics;
 mod once;
 mod run;
 mod sem;
+mod serve;
 mod status;
 mod stop;
 mod supervise;
@@ -78,6 +79,9 @@ enum Command {
     Status(status::StatusArgs),
     #[command(after_help = exit::TABLE)]
     Unlock(unlock::UnlockArgs),
+    /// Serve the store's locks to programs in any language over a local
+    /// gRPC API (lockward.v1; see docs/serve.md).
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -98,10 +102,15 @@ fn main() -> ExitCode {
     if let Err(code) = log::init(cli.log_format) {
         return ExitCode::from(code);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // The daemon serves many streams at once; every other command is one
+    // client and runs on one thread.
+    let runtime = match cli.command {
+        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build();
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("lockward: cannot start the runtime: {e}");
@@ -134,7 +143,12 @@ async fn dispatch(cli: Cli) -> u8 {
     // the port.
     let serves = matches!(
         cli.command,
-        Command::Run(_) | Command::Elect(_) | Command::Cron(_) | Command::Sem(_) | Command::Once(_)
+        Command::Run(_)
+            | Command::Elect(_)
+            | Command::Cron(_)
+            | Command::Sem(_)
+            | Command::Once(_)
+            | Command::Serve(_)
     );
     if let (Some(addr), true) = (&cli.metrics, serves) {
         if let Err(code) = metrics::serve(addr) {
@@ -164,6 +178,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::DemoWorker(args) => demo::worker(&store, &url, args).await,
         Command::Status(args) => status::status(&store, args).await,
         Command::Unlock(args) => unlock::unlock(&store, args).await,
+        Command::Serve(args) => serve::serve(&store, args).await,
         Command::Doctor(_) | Command::Keeper(_) | Command::Warden(_) => {
             unreachable!("handled before the store is opened")
         }

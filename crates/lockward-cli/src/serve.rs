@@ -1,0 +1,59 @@
+//! `lockward serve`: the store's locks for programs in any language, over
+//! a local gRPC API (`lockward.v1`): one lease per stream, renewed by the
+//! client, released when the stream ends.
+
+use lockward::Store;
+use lockward_serve::{Listen, LocksService, DEFAULT_LISTEN};
+
+use crate::exit;
+use crate::stop::StopRequest;
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Where to listen: unix://PATH (a socket only its owner and group may
+    /// use) or IP:PORT on the loopback (127.0.0.1:7443; port 0 picks one).
+    #[arg(long, env = "LOCKWARD_LISTEN", default_value = DEFAULT_LISTEN)]
+    listen: String,
+}
+
+/// Serves until SIGINT or SIGTERM; every lease still held is released
+/// when its stream ends with the server.
+pub async fn serve(store: &Store, args: ServeArgs) -> u8 {
+    let listen = match Listen::parse(&args.listen) {
+        Ok(listen) => listen,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::USAGE;
+        }
+    };
+    let Some(mut stop) = StopRequest::install() else {
+        eprintln!("lockward: cannot install signal handlers");
+        return exit::SOFTWARE;
+    };
+    let bound = match listen.bind().await {
+        Ok(bound) => bound,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            return exit::UNAVAILABLE;
+        }
+    };
+    // The first line says where it listens (the port, when 0 was asked).
+    match bound.local_addr() {
+        Some(addr) => println!("lockward: serving {} on {addr}", store.address()),
+        None => println!("lockward: serving {} on {listen}", store.address()),
+    }
+    let shutdown = async move {
+        let signal = stop.requested().await;
+        eprintln!("lockward: {signal}: stopping");
+    };
+    match bound
+        .serve(LocksService::new(store.clone()), shutdown)
+        .await
+    {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("lockward: {e}");
+            exit::SOFTWARE
+        }
+    }
+}

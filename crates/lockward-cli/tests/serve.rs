@@ -1,0 +1,215 @@
+//! `lockward serve` as a process: a lease taken through its API and the
+//! `lockward run` of the shell exclude each other both ways, on a unix
+//! socket (the default) and on loopback TCP; SIGTERM stops it and frees
+//! what it held.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::lockward;
+use lockward_serve::pb::{
+    self, lease_event::Event, lease_request::Request, locks_client::LocksClient,
+};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+
+/// A `lockward serve` process and the address it printed.
+struct Served {
+    child: Child,
+    on: String,
+}
+
+fn serve(store: &str, listen: &str) -> Served {
+    let mut child = Command::new(lockward())
+        .args(["--store", store, "serve", "--listen", listen])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("lockward serve starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let on = first
+        .trim()
+        .rsplit_once(" on ")
+        .map(|(_, on)| on.to_string())
+        .unwrap_or_else(|| panic!("no address in {first:?}"));
+    Served { child, on }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn connect(on: &str) -> LocksClient<Channel> {
+    let channel = match on.strip_prefix("unix://") {
+        Some(path) => {
+            let path = path.to_string();
+            Endpoint::from_static("http://lockward")
+                .connect_with_connector(tower::service_fn(move |_| {
+                    let path = path.clone();
+                    async move {
+                        let stream = tokio::net::UnixStream::connect(path).await?;
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                    }
+                }))
+                .await
+                .unwrap()
+        }
+        None => Channel::from_shared(format!("http://{on}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap(),
+    };
+    LocksClient::new(channel)
+}
+
+/// Takes `name` through the API; the sender keeps the lease's stream open.
+async fn take(
+    client: &mut LocksClient<Channel>,
+    name: &str,
+    wait_ms: Option<u64>,
+) -> Result<
+    (
+        mpsc::Sender<pb::LeaseRequest>,
+        tonic::Streaming<pb::LeaseEvent>,
+        u64,
+    ),
+    tonic::Status,
+> {
+    let (send, requests) = mpsc::channel(4);
+    send.send(pb::LeaseRequest {
+        request: Some(Request::Acquire(pb::Acquire {
+            names: vec![name.into()],
+            ttl_ms: 10_000,
+            wait_ms,
+            ..Default::default()
+        })),
+    })
+    .await
+    .unwrap();
+    let mut events = client
+        .lease(ReceiverStream::new(requests))
+        .await?
+        .into_inner();
+    match events.message().await? {
+        Some(pb::LeaseEvent {
+            event: Some(Event::Granted(g)),
+        }) => Ok((send, events, g.fence)),
+        other => panic!("expected Granted, got {other:?}"),
+    }
+}
+
+fn run_no_wait(store: &str, name: &str) -> i32 {
+    Command::new(lockward())
+        .args(["--store", store, "run", name, "--no-wait", "--", "true"])
+        .status()
+        .unwrap()
+        .code()
+        .unwrap_or(-1)
+}
+
+async fn api_and_shell_exclude_each_other(store: &str, on: &str) {
+    let mut client = connect(on).await;
+    let (send, mut events, fence) = take(&mut client, "deploy", None).await.unwrap();
+    assert!(fence > 0);
+    // Held through the API: the shell's run is refused (75).
+    assert_eq!(run_no_wait(store, "deploy"), 75);
+    send.send(pb::LeaseRequest {
+        request: Some(Request::Release(pb::Release {})),
+    })
+    .await
+    .unwrap();
+    assert!(matches!(
+        events.message().await.unwrap(),
+        Some(pb::LeaseEvent {
+            event: Some(Event::Released(_))
+        })
+    ));
+    assert_eq!(run_no_wait(store, "deploy"), 0);
+    // Held by the shell: the API's try is refused with Busy.
+    let mut holder = Command::new(lockward())
+        .args(["--store", store, "run", "deploy", "--", "sleep", "5"])
+        .spawn()
+        .unwrap();
+    let mut refused = None;
+    for _ in 0..50 {
+        match take(&mut client, "deploy", Some(0)).await {
+            Err(status) => {
+                refused = Some(status);
+                break;
+            }
+            // Not yet taken by the shell: give it back, look again.
+            Ok((send, _, _)) => drop(send),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let refused = refused.expect("the shell's lock refused the API");
+    assert_eq!(
+        refused
+            .metadata()
+            .get(lockward_serve::ERROR_KIND_KEY)
+            .unwrap(),
+        "Busy"
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+#[tokio::test]
+async fn over_a_unix_socket_the_api_and_the_shell_exclude_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let socket = dir.path().join("run/lockward.sock");
+    let served = serve(&store, &format!("unix://{}", socket.display()));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o660, "the socket is for its owner and group");
+    api_and_shell_exclude_each_other(&store, &served.on).await;
+}
+
+#[tokio::test]
+async fn on_loopback_tcp_the_api_and_the_shell_exclude_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let served = serve(&store, "127.0.0.1:0");
+    api_and_shell_exclude_each_other(&store, &served.on).await;
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_daemon_and_frees_what_it_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let mut served = serve(&store, "127.0.0.1:0");
+    let mut client = connect(&served.on).await;
+    let (_send, _events, _) = take(&mut client, "nightly", None).await.unwrap();
+    assert_eq!(run_no_wait(&store, "nightly"), 75);
+    common::signal(served.child.id(), libc::SIGTERM);
+    let status = common::wait_exit(&mut served.child, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        run_no_wait(&store, "nightly"),
+        0,
+        "the lease went with the daemon"
+    );
+}
+
+#[test]
+fn an_address_other_hosts_reach_is_refused() {
+    let out = Command::new(lockward())
+        .args(["--store", "memory://", "serve", "--listen", "0.0.0.0:7443"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("other hosts"), "{err}");
+}

@@ -1,0 +1,9 @@
+//! Compiles the API's proto into the server's code, and a client without a
+//! transport of its own (the tests bring one).
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tonic_prost_build::configure()
+        .build_transport(false)
+        .compile_protos(&["proto/lockward/v1/lockward.proto"], &["proto"])?;
+    Ok(())
+}

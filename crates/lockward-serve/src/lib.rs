@@ -1,0 +1,37 @@
+//! `lockward serve`: a store's locks for every language, through one local
+//! gRPC API (`lockward.v1`, in `proto/lockward/v1/lockward.proto`).
+//!
+//! One lease is one bidirectional stream: the client asks, the server
+//! waits with the store's own wake-ups and answers with the fence; the
+//! client renews on the stream (the server never renews on its behalf, so
+//! a frozen client loses its lease as an in-process holder would) and the
+//! server tells it when the store says the lease is gone. A stream that
+//! ends without a release is released at once.
+
+mod errors;
+mod lease;
+mod listen;
+mod rows;
+mod service;
+
+/// The API's messages and service, generated from the proto.
+#[allow(missing_docs, clippy::all)]
+pub mod pb {
+    tonic::include_proto!("lockward.v1");
+}
+
+pub use errors::{status_of, ERROR_KIND_KEY};
+pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN};
+pub use service::LocksService;
+
+/// Serves the API for `store` on `listen` until `shutdown` resolves.
+///
+/// Cancellation: dropping the future stops accepting and ends every stream,
+/// which releases every lease it held.
+pub async fn serve(
+    store: lockward::Store,
+    listen: &Listen,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ListenError> {
+    listen.serve(LocksService::new(store), shutdown).await
+}

@@ -1,0 +1,246 @@
+//! Where the daemon listens: a unix socket (the default; only its owner
+//! and group may connect) or a TCP address on this host's loopback.
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use tokio::net::{TcpListener, UnixListener};
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
+
+use crate::pb::locks_server::LocksServer;
+use crate::service::LocksService;
+
+/// The default address: a unix socket.
+pub const DEFAULT_LISTEN: &str = "unix:///run/lockward/lockward.sock";
+
+/// An address to listen on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// `unix://PATH`: a unix socket, mode 0660.
+    Unix(PathBuf),
+    /// `HOST:PORT` on the loopback (`127.0.0.1:7443`, `[::1]:7443`).
+    Tcp(SocketAddr),
+}
+
+/// Why the daemon cannot listen or serve.
+#[derive(Debug)]
+pub enum ListenError {
+    /// The address is not one it can listen on.
+    Invalid(String),
+    /// Binding or preparing the socket failed.
+    Bind(String, std::io::Error),
+    /// The server stopped with an error.
+    Serve(String),
+}
+
+impl std::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenError::Invalid(why) => write!(f, "invalid --listen: {why}"),
+            ListenError::Bind(what, e) => write!(f, "cannot listen on {what}: {e}"),
+            ListenError::Serve(why) => write!(f, "the server stopped: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ListenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ListenError::Bind(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Unix(path) => write!(f, "unix://{}", path.display()),
+            Listen::Tcp(addr) => write!(f, "{addr}"),
+        }
+    }
+}
+
+impl Listen {
+    /// `unix://PATH` or `HOST:PORT`. A TCP address must be on the loopback:
+    /// the API has no authentication yet, so nothing beyond this host may
+    /// reach it.
+    pub fn parse(text: &str) -> Result<Listen, ListenError> {
+        if let Some(path) = text.strip_prefix("unix://") {
+            if path.is_empty() {
+                return Err(ListenError::Invalid("unix:// needs a path".into()));
+            }
+            return Ok(Listen::Unix(PathBuf::from(path)));
+        }
+        let addr: SocketAddr = text.parse().map_err(|_| {
+            ListenError::Invalid(format!(
+                "{text:?} is neither unix://PATH nor IP:PORT (e.g. 127.0.0.1:7443)"
+            ))
+        })?;
+        if !addr.ip().is_loopback() {
+            return Err(ListenError::Invalid(format!(
+                "{addr} is reachable from other hosts, and the API has no authentication \
+                 yet; listen on 127.0.0.1:PORT or a unix socket"
+            )));
+        }
+        Ok(Listen::Tcp(addr))
+    }
+
+    /// Binds the address. A unix socket left by a daemon that died is
+    /// replaced; one a live daemon listens on is refused.
+    pub async fn bind(&self) -> Result<Bound, ListenError> {
+        let bind_error = |e| ListenError::Bind(self.to_string(), e);
+        match self {
+            Listen::Tcp(addr) => TcpListener::bind(addr)
+                .await
+                .map(Bound::Tcp)
+                .map_err(bind_error),
+            Listen::Unix(path) => {
+                prepare_socket_path(path).await.map_err(bind_error)?;
+                let listener = UnixListener::bind(path).map_err(bind_error)?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+                    .map_err(bind_error)?;
+                Ok(Bound::Unix(listener, path.clone()))
+            }
+        }
+    }
+
+    /// Binds, then serves `service` until `shutdown` resolves.
+    ///
+    /// Cancellation: dropping the future closes the socket and ends every
+    /// stream, which releases every lease.
+    pub(crate) async fn serve(
+        &self,
+        service: LocksService,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), ListenError> {
+        self.bind().await?.serve(service, shutdown).await
+    }
+}
+
+/// Makes room for a unix socket at `path`: its folder is created; a socket
+/// file nobody listens on any more is removed.
+async fn prepare_socket_path(path: &Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        tokio::fs::create_dir_all(dir).await?;
+    }
+    if tokio::fs::symlink_metadata(path).await.is_ok() {
+        if tokio::net::UnixStream::connect(path).await.is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "a daemon is listening there already",
+            ));
+        }
+        tokio::fs::remove_file(path).await?;
+    }
+    Ok(())
+}
+
+/// A bound address, ready to serve.
+#[derive(Debug)]
+pub enum Bound {
+    /// A unix socket, and its path (removed when the server stops).
+    Unix(UnixListener, PathBuf),
+    /// A TCP listener.
+    Tcp(TcpListener),
+}
+
+impl Bound {
+    /// The TCP address bound (its port, when 0 was asked for).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        match self {
+            Bound::Tcp(listener) => listener.local_addr().ok(),
+            Bound::Unix(..) => None,
+        }
+    }
+
+    /// Serves `service` until `shutdown` resolves.
+    ///
+    /// Cancellation: dropping the future closes the socket and ends every
+    /// stream, which releases every lease.
+    pub async fn serve(
+        self,
+        service: LocksService,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(), ListenError> {
+        // Stopping, every lease stream first releases what it holds and
+        // ends; the server then finishes, without waiting for clients that
+        // keep their connections open once no lease is left to release.
+        let stopper = service.clone();
+        let (began, stopping) = tokio::sync::oneshot::channel();
+        let shutdown = async move {
+            shutdown.await;
+            stopper.stop();
+            let _ = began.send(());
+        };
+        let ended = service.clone();
+        let released = async move {
+            match stopping.await {
+                Ok(()) => ended.leases_ended(RELEASE_GRACE).await,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let router = tonic::transport::Server::builder().add_service(LocksServer::new(service));
+        let (served, path) = match self {
+            Bound::Tcp(listener) => {
+                let serving =
+                    router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown);
+                (until_released(serving, released).await, None)
+            }
+            Bound::Unix(listener, path) => {
+                let serving = router
+                    .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown);
+                (until_released(serving, released).await, Some(path))
+            }
+        };
+        if let Some(path) = path {
+            let _ = std::fs::remove_file(&path);
+        }
+        served.map_err(|e| ListenError::Serve(e.to_string()))
+    }
+}
+
+/// How long a stopping server waits for its lease streams to release.
+const RELEASE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `serving` until it finishes, or until `released` (the server is stopping
+/// and every lease stream has ended).
+async fn until_released<E>(
+    serving: impl std::future::Future<Output = Result<(), E>>,
+    released: impl std::future::Future<Output = ()>,
+) -> Result<(), E> {
+    tokio::select! {
+        served = serving => served,
+        () = released => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sockets_and_refuses_what_other_hosts_reach() {
+        assert_eq!(
+            Listen::parse("unix:///run/lockward/lockward.sock").unwrap(),
+            Listen::Unix("/run/lockward/lockward.sock".into())
+        );
+        assert_eq!(
+            Listen::parse("127.0.0.1:7443").unwrap(),
+            Listen::Tcp("127.0.0.1:7443".parse().unwrap())
+        );
+        assert!(matches!(
+            Listen::parse("0.0.0.0:7443"),
+            Err(ListenError::Invalid(_))
+        ));
+        assert!(matches!(
+            Listen::parse("unix://"),
+            Err(ListenError::Invalid(_))
+        ));
+        assert!(matches!(
+            Listen::parse("localhost"),
+            Err(ListenError::Invalid(_))
+        ));
+    }
+}

@@ -1,0 +1,140 @@
+//! The `lockward.v1.Locks` service over one store.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures_util::Stream;
+use lockward::Store;
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::errors::{invalid, status_of};
+use crate::pb::{self, locks_server::Locks};
+use crate::rows::{info_of, row_of};
+
+/// The service: every call on `store`.
+#[derive(Clone)]
+pub struct LocksService {
+    store: Store,
+    /// Turns true when the server stops: every lease stream then releases
+    /// what it holds and ends.
+    stopping: watch::Receiver<bool>,
+    stop: Arc<watch::Sender<bool>>,
+    /// How many lease streams are being served now.
+    leases: Arc<AtomicUsize>,
+}
+
+/// Counts one lease stream while it is served.
+struct Serving(Arc<AtomicUsize>);
+
+impl Serving {
+    fn start(count: &Arc<AtomicUsize>) -> Serving {
+        count.fetch_add(1, Ordering::SeqCst);
+        Serving(count.clone())
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl LocksService {
+    /// The service over `store`.
+    pub fn new(store: Store) -> LocksService {
+        let (stop, stopping) = watch::channel(false);
+        LocksService {
+            store,
+            stopping,
+            stop: Arc::new(stop),
+            leases: Arc::default(),
+        }
+    }
+
+    /// How many lease streams are being served now.
+    pub fn leases(&self) -> usize {
+        self.leases.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no lease stream is served any more (after
+    /// [`stop`](Self::stop): every lease was released), or after `within`.
+    ///
+    /// Cancellation: dropping the future changes nothing.
+    pub async fn leases_ended(&self, within: std::time::Duration) {
+        let until = tokio::time::Instant::now() + within;
+        while self.leases() > 0 && tokio::time::Instant::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Ends every lease stream: each releases what it holds (or stops
+    /// waiting) and ends with `Unavailable`.
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+type Events = Pin<Box<dyn Stream<Item = Result<pb::LeaseEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Locks for LocksService {
+    type LeaseStream = Events;
+
+    async fn lease(
+        &self,
+        request: Request<Streaming<pb::LeaseRequest>>,
+    ) -> Result<Response<Events>, Status> {
+        let (events, received) = mpsc::channel(4);
+        let store = self.store.clone();
+        let stopping = self.stopping.clone();
+        let serving = Serving::start(&self.leases);
+        tokio::spawn(async move {
+            crate::lease::serve(store, request.into_inner(), events, stopping).await;
+            drop(serving);
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(received))))
+    }
+
+    async fn inspect(
+        &self,
+        request: Request<pb::InspectRequest>,
+    ) -> Result<Response<pb::InspectResponse>, Status> {
+        let name = request.into_inner().name;
+        let row = self.store.inspect(&name).await.map_err(|e| status_of(&e))?;
+        Ok(Response::new(pb::InspectResponse {
+            row: row.map(row_of),
+        }))
+    }
+
+    async fn list(
+        &self,
+        request: Request<pb::ListRequest>,
+    ) -> Result<Response<pb::ListResponse>, Status> {
+        let prefix = request.into_inner().prefix;
+        let rows = self.store.list(&prefix).await.map_err(|e| status_of(&e))?;
+        Ok(Response::new(pb::ListResponse {
+            rows: rows.into_iter().map(row_of).collect(),
+        }))
+    }
+
+    async fn force_unlock(
+        &self,
+        request: Request<pb::ForceUnlockRequest>,
+    ) -> Result<Response<pb::ForceUnlockResponse>, Status> {
+        let request = request.into_inner();
+        let holder = request
+            .holder
+            .ok_or_else(|| invalid("holder: give the row Inspect showed"))?;
+        let held_back = self
+            .store
+            .force_unlock(&request.name, &info_of(holder))
+            .await
+            .map_err(|e| status_of(&e))?;
+        Ok(Response::new(pb::ForceUnlockResponse {
+            held_back_ms: held_back.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        }))
+    }
+}
