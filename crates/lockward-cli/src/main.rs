@@ -16,6 +16,7 @@ mod metrics;
 mod once;
 mod run;
 mod sem;
+#[cfg(feature = "serve")]
 mod serve;
 mod status;
 mod stop;
@@ -81,6 +82,7 @@ enum Command {
     Unlock(unlock::UnlockArgs),
     /// Serve the store's locks to programs in any language over a local
     /// gRPC API (lockward.v1; see docs/serve.md).
+    #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
 }
 
@@ -105,6 +107,7 @@ fn main() -> ExitCode {
     // The daemon serves many streams at once; every other command is one
     // client and runs on one thread.
     let runtime = match cli.command {
+        #[cfg(feature = "serve")]
         Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
         _ => tokio::runtime::Builder::new_current_thread(),
     }
@@ -143,13 +146,10 @@ async fn dispatch(cli: Cli) -> u8 {
     // the port.
     let serves = matches!(
         cli.command,
-        Command::Run(_)
-            | Command::Elect(_)
-            | Command::Cron(_)
-            | Command::Sem(_)
-            | Command::Once(_)
-            | Command::Serve(_)
+        Command::Run(_) | Command::Elect(_) | Command::Cron(_) | Command::Sem(_) | Command::Once(_)
     );
+    #[cfg(feature = "serve")]
+    let serves = serves || matches!(cli.command, Command::Serve(_));
     if let (Some(addr), true) = (&cli.metrics, serves) {
         if let Err(code) = metrics::serve(addr) {
             return code;
@@ -178,6 +178,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::DemoWorker(args) => demo::worker(&store, &url, args).await,
         Command::Status(args) => status::status(&store, args).await,
         Command::Unlock(args) => unlock::unlock(&store, args).await,
+        #[cfg(feature = "serve")]
         Command::Serve(args) => serve::serve(&store, args).await,
         Command::Doctor(_) | Command::Keeper(_) | Command::Warden(_) => {
             unreachable!("handled before the store is opened")
