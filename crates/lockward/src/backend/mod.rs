@@ -10,6 +10,9 @@
 mod capabilities;
 mod hold;
 // Each store uses some of these; a build with few stores, not all.
+// Used by the stores that poll for other processes' releases.
+#[allow(dead_code)]
+mod local_releases;
 mod locks;
 mod permits;
 // Not every build has a store that uses it.
@@ -44,6 +47,8 @@ pub mod zookeeper;
 
 pub use capabilities::Capabilities;
 pub(crate) use hold::{Hold, LockHold, PermitHold};
+#[allow(unused_imports)]
+pub(crate) use local_releases::LocalReleases;
 // Helpers for the backends; a build with few backends uses none of them.
 pub use locks::{acquire_by_rechecking, LockBackend};
 #[allow(unused_imports)]

@@ -17,37 +17,56 @@ pub trait Wakeup: Send {
 
 /// A subscription to a name's release notifications, taken *before* the
 /// re-check so that a release between the two is never missed.
-pub struct Subscription(Option<Box<dyn Wakeup>>);
+pub struct Subscription {
+    wakeup: Option<Box<dyn Wakeup>>,
+    /// Whether every release is pushed (else the waiter polls too).
+    pushed: bool,
+}
 
 impl Subscription {
     /// No notifications: the waiter polls with jittered backoff.
     pub fn polling() -> Self {
-        Subscription(None)
+        Subscription {
+            wakeup: None,
+            pushed: false,
+        }
     }
 
     /// Notifications pushed by the store.
     pub fn pushed(wakeup: impl Wakeup + 'static) -> Self {
-        Subscription(Some(Box::new(wakeup)))
+        Subscription {
+            wakeup: Some(Box::new(wakeup)),
+            pushed: true,
+        }
     }
 
-    /// Whether notifications are pushed (else the caller must poll).
+    /// Some releases pushed (this process's own), the others polled for:
+    /// the waiter polls with backoff and also wakes at `wakeup`.
+    pub fn polling_and(wakeup: impl Wakeup + 'static) -> Self {
+        Subscription {
+            wakeup: Some(Box::new(wakeup)),
+            pushed: false,
+        }
+    }
+
+    /// Whether every release is pushed (else the caller must poll).
     pub fn is_pushed(&self) -> bool {
-        self.0.is_some()
+        self.pushed
     }
 
     /// Forgets notifications delivered so far (see [`Wakeup::mark_seen`]).
     pub fn mark_seen(&mut self) {
-        if let Some(w) = &mut self.0 {
+        if let Some(w) = &mut self.wakeup {
             w.mark_seen();
         }
     }
 
-    /// Waits for the next notification; never resolves when polling.
+    /// Waits for the next notification; never resolves without a wakeup.
     ///
     /// Cancellation: cancel-safe; a wakeup that came meanwhile is seen by the
     /// next call.
     pub async fn changed(&mut self) {
-        match &mut self.0 {
+        match &mut self.wakeup {
             Some(w) => w.changed().await,
             None => std::future::pending().await,
         }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::host_clock;
-use crate::backend::{Attempt, Capabilities, LockBackend, Request};
+use crate::backend::{Attempt, Capabilities, LocalReleases, LockBackend, Request, Subscription};
 use crate::error::{Cause, Error, Result};
 use crate::lease::{Holding, LockInfo};
 use crate::name::Name;
@@ -47,6 +47,9 @@ const SCHEMA: &str = "
 pub struct SqliteBackend {
     pub(super) path: PathBuf,
     pub(super) conn: Arc<Mutex<Connection>>,
+    /// This process's releases, which wake its waiters at once (other
+    /// processes' are polled for).
+    local: Arc<LocalReleases>,
 }
 
 impl SqliteBackend {
@@ -63,6 +66,7 @@ impl SqliteBackend {
         Ok(SqliteBackend {
             path,
             conn: Arc::new(Mutex::new(conn)),
+            local: Arc::default(),
         })
     }
 
@@ -228,6 +232,12 @@ impl LockBackend for SqliteBackend {
         format!("sqlite://{}", self.path.display())
     }
 
+    /// Polls for other processes' releases; this process's own wake its
+    /// waiters at once.
+    async fn subscribe(&self, name: &Name) -> Result<Subscription> {
+        Ok(Subscription::polling_and(self.local.subscribe(name)))
+    }
+
     async fn try_acquire(&self, req: &Request<'_>) -> Result<Attempt> {
         let name = req.name.as_str().to_string();
         let owner = *req.owner.as_bytes();
@@ -295,7 +305,11 @@ impl LockBackend for SqliteBackend {
                 .execute(params![key, &owner[..], host_clock::now_ms()])
             })
             .await?;
-        crate::backend::owner_checked(name, changed as u64)
+        let released = crate::backend::owner_checked(name, changed as u64);
+        if released.is_ok() {
+            self.local.released(name);
+        }
+        released
     }
 
     async fn force_hold_back(
