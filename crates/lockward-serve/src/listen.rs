@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use futures_util::StreamExt;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
@@ -184,8 +185,12 @@ impl Bound {
         let router = tonic::transport::Server::builder().add_service(LocksServer::new(service));
         let (served, path) = match self {
             Bound::Tcp(listener) => {
-                let serving =
-                    router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown);
+                // Small messages both ways: Nagle's algorithm would hold a
+                // Granted back until the client's delayed ACK (about 40 ms).
+                let incoming = TcpListenerStream::new(listener).map(|accepted| {
+                    accepted.and_then(|stream| stream.set_nodelay(true).map(|()| stream))
+                });
+                let serving = router.serve_with_incoming_shutdown(incoming, shutdown);
                 (until_released(serving, released).await, None)
             }
             Bound::Unix(listener, path) => {
