@@ -463,10 +463,19 @@ fn sigkill_of_lockward_and_the_keeper_together() {
             for pid in &survivors {
                 signal(*pid, libc::SIGKILL);
             }
-            assert_eq!(
-                survivors,
-                vec![fg, bg, daemon],
-                "without a cgroup, what CMD started survives lockward and the keeper killed together"
+            // The daemon left CMD's process group, so nothing but a cgroup
+            // reaches it. The others survive too when both die before the
+            // keeper acts; on a busy machine the keeper may see lockward die
+            // first and end CMD's group (fg, bg) before its own SIGKILL lands.
+            assert!(
+                survivors.contains(&daemon),
+                "without a cgroup, the daemon CMD started survives lockward and the keeper \
+                 killed together: survivors {survivors:?} of {:?}",
+                [fg, bg, daemon]
+            );
+            assert!(
+                survivors == vec![fg, bg, daemon] || survivors == vec![daemon],
+                "either the whole tree survives or only the daemon: {survivors:?}"
             );
         }
     }
