@@ -17,7 +17,7 @@
 #   faketime                   clock skew in the chaos harness (libfaketime)
 #   prometheus                 scrapes `lockward --metrics` in the metrics tests
 #   tmux                       drives `lockward status --watch` as a terminal
-# Then it builds the Kubernetes store's test servers (kube-apiserver, kubectl,
+# Then it builds protoc's Go plugins (scripts/go-protoc-plugins.sh) and the Kubernetes store's test servers (kube-apiserver, kubectl,
 # a current etcd and client-go's leader election) from Go modules, once per
 # version: scripts/build-kube-testservers.sh, which needs Go 1.26.
 set -euo pipefail
@@ -63,3 +63,5 @@ if [ -n "${install_packages:-}" ]; then
 fi
 
 "$(dirname "$0")/build-kube-testservers.sh" >/dev/null
+# protoc's Go plugins, for the check that the Go client's generated code is current.
+"$(dirname "$0")/go-protoc-plugins.sh" >/dev/null

@@ -24,6 +24,8 @@ cargo fmt --all -- --check
     { [ -z "$unformatted" ] || { echo "gofmt: $unformatted" >&2; exit 1; }; } && go vet ./...)
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo test --workspace --all-features
+# The Go client, against the lockward binary the tests above built.
+clients/go/check.sh
 # The side-by-side benchmark is its own workspace (see its Cargo.toml):
 # checked here so it keeps building; run it with `cargo bench` there.
 (cd crates/lockward-compare && cargo fmt -- --check && \

@@ -1,0 +1,66 @@
+package lockward
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"lockward.dev/go/lockwardpb"
+)
+
+// DefaultAddress is where lockward serve listens by default.
+const DefaultAddress = "unix:///run/lockward/lockward.sock"
+
+// Client is a connection to lockward serve. It is safe for concurrent use;
+// share one per process.
+type Client struct {
+	conn  *grpc.ClientConn
+	locks lockwardpb.LocksClient
+}
+
+// Dial connects to lockward serve at address: "unix:///PATH" or
+// "127.0.0.1:PORT". The connection is made lazily; the first call that
+// needs it fails with ErrUnavailable when no daemon answers. ctx is kept
+// for future use and must not be nil.
+func Dial(ctx context.Context, address string, opts ...grpc.DialOption) (*Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	conn, err := grpc.NewClient(address, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, locks: lockwardpb.NewLocksClient(conn)}, nil
+}
+
+// Close closes the connection; every lease still held ends with it (the
+// daemon releases them).
+func (c *Client) Close() error {
+	return c.conn.Close()
+}
+
+// Holder is a lock's holder as `lockward status` shows it.
+type Holder = lockwardpb.LockRow
+
+// Inspect returns the current holder of name, or nil when nobody holds it.
+func (c *Client) Inspect(ctx context.Context, name string) (*Holder, error) {
+	var trailer metadata.MD
+	resp, err := c.locks.Inspect(ctx, &lockwardpb.InspectRequest{Name: name}, grpc.Trailer(&trailer))
+	if err != nil {
+		return nil, fromStatus(err, trailer)
+	}
+	return resp.GetRow(), nil
+}
+
+// List returns every held lock whose name starts with prefix.
+func (c *Client) List(ctx context.Context, prefix string) ([]*Holder, error) {
+	var trailer metadata.MD
+	resp, err := c.locks.List(ctx, &lockwardpb.ListRequest{Prefix: prefix}, grpc.Trailer(&trailer))
+	if err != nil {
+		return nil, fromStatus(err, trailer)
+	}
+	return resp.GetRows(), nil
+}

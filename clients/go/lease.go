@@ -1,0 +1,338 @@
+package lockward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"lockward.dev/go/lockwardpb"
+)
+
+// Lease is a held lock: its fence, its deadline, and a signal that fires
+// when it is lost. Its methods are safe for concurrent use.
+type Lease struct {
+	name   string
+	fences []uint64
+	ttl    time.Duration
+
+	stream lockwardpb.Locks_LeaseClient
+	cancel context.CancelFunc
+
+	sendMu sync.Mutex // one Send at a time on the stream
+
+	mu       sync.Mutex
+	deadline time.Time
+	lostErr  error
+	lost     chan struct{}
+	timer    *time.Timer
+	released bool
+
+	// The receiver hands Renewed, RenewFailed and Released to the caller
+	// waiting for them.
+	answers chan answer
+	stop    chan struct{} // closed by Release: the renewer stops
+	stopped sync.Once
+}
+
+type answer struct {
+	remaining time.Duration // Renewed
+	err       error         // RenewFailed
+	released  bool          // Released
+}
+
+// Lock takes the lock name, waiting for it until ctx is done or the wait
+// given WithWait runs out (ErrTimedOut). Cancelling ctx ends the wait and
+// leaves no holder.
+func (c *Client) Lock(ctx context.Context, name string, opts ...LockOption) (*Lease, error) {
+	return c.lock(ctx, []string{name}, newOptions([]string{name}, opts))
+}
+
+// TryLock takes the lock name if it is free, else fails at once with
+// ErrBusy (ErrNoPermits for a semaphore).
+func (c *Client) TryLock(ctx context.Context, name string, opts ...LockOption) (*Lease, error) {
+	return c.Lock(ctx, name, append(opts, WithWait(0))...)
+}
+
+// LockAll takes every one of names, all or none, in an order that cannot
+// deadlock with another LockAll of the same names.
+func (c *Client) LockAll(ctx context.Context, names []string, opts ...LockOption) (*Lease, error) {
+	return c.lock(ctx, names, newOptions(names, opts))
+}
+
+func (c *Client) lock(ctx context.Context, names []string, o *lockOptions) (*Lease, error) {
+	// The stream outlives ctx: ctx bounds the wait, not the lease.
+	streamCtx, cancel := context.WithCancel(context.Background())
+	stream, err := c.locks.Lease(streamCtx)
+	if err != nil {
+		cancel()
+		return nil, fromStatus(err, nil)
+	}
+	sent := time.Now()
+	request := &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Acquire{Acquire: &o.acquire}}
+	if err := stream.Send(request); err != nil {
+		cancel()
+		return nil, streamError(stream, err)
+	}
+	type first struct {
+		event *lockwardpb.LeaseEvent
+		err   error
+	}
+	received := make(chan first, 1)
+	go func() {
+		event, err := stream.Recv()
+		received <- first{event, err}
+	}()
+	var got first
+	select {
+	case <-ctx.Done():
+		// Ending the stream ends the wait; the daemon leaves no holder.
+		cancel()
+		return nil, ctx.Err()
+	case got = <-received:
+	}
+	if got.err != nil {
+		cancel()
+		return nil, streamError(stream, got.err)
+	}
+	granted := got.event.GetGranted()
+	if granted == nil {
+		cancel()
+		return nil, fmt.Errorf("lockward: expected Granted, the daemon sent %v", got.event)
+	}
+	waited := time.Duration(granted.GetWaitedMs()) * time.Millisecond
+	remaining := time.Duration(granted.GetRemainingMs()) * time.Millisecond
+	l := &Lease{
+		name:     names[0],
+		fences:   granted.GetFences(),
+		ttl:      o.ttl(),
+		stream:   stream,
+		cancel:   cancel,
+		deadline: sent.Add(waited + remaining),
+		lost:     make(chan struct{}),
+		answers:  make(chan answer, 1),
+		stop:     make(chan struct{}),
+	}
+	if len(l.fences) == 0 {
+		l.fences = []uint64{granted.GetFence()}
+	}
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(l.deadline), func() {
+		l.loseWith(&Error{Kind: "Lost", Message: fmt.Sprintf("lock %q: its deadline passed before it was renewed", l.name)})
+	})
+	l.mu.Unlock()
+	go l.receive()
+	if o.renew {
+		go l.renewEvery(l.ttl / 3)
+	}
+	return l, nil
+}
+
+// streamError is the error that ended a stream, with the kind the daemon
+// named in its trailer.
+func streamError(stream lockwardpb.Locks_LeaseClient, err error) error {
+	return fromStatus(err, stream.Trailer())
+}
+
+// Fence is the lease's fencing token: larger than every token issued
+// before for the name. Send it with every write; the resource refuses
+// older ones.
+func (l *Lease) Fence() uint64 { return l.fences[0] }
+
+// Fences are the fences of every name of a LockAll, in the order given.
+func (l *Lease) Fences() []uint64 { return append([]uint64(nil), l.fences...) }
+
+// Name is the lock's name (the first, for LockAll).
+func (l *Lease) Name() string { return l.name }
+
+// Deadline is when the lease ends unless renewed, on this process's clock:
+// never later than the store's.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// Lost is closed when the lease is lost: the store said so, its deadline
+// passed, or the daemon went away.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err is why the lease was lost (an error of kind ErrLost or
+// ErrUnavailable), or nil while it is held.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// Context returns a context derived from ctx that is cancelled when the
+// lease is lost, with the lease's error as its cause.
+func (l *Lease) Context(ctx context.Context) context.Context {
+	derived, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-l.lost:
+			cancel(l.Err())
+		case <-derived.Done():
+		}
+	}()
+	return derived
+}
+
+func (l *Lease) loseWith(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr != nil || l.released {
+		return
+	}
+	l.lostErr = err
+	close(l.lost)
+	l.timer.Stop()
+	l.stopRenewing()
+}
+
+func (l *Lease) stopRenewing() {
+	l.stopped.Do(func() { close(l.stop) })
+}
+
+func (l *Lease) send(request *lockwardpb.LeaseRequest) error {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	return l.stream.Send(request)
+}
+
+// receive reads the daemon's events until the stream ends.
+func (l *Lease) receive() {
+	for {
+		event, err := l.stream.Recv()
+		if err != nil {
+			l.mu.Lock()
+			released := l.released
+			l.mu.Unlock()
+			if !released {
+				cause := streamError(l.stream, err)
+				l.loseWith(&Error{Kind: "Lost", Message: fmt.Sprintf("lock %q: the daemon went away: %v", l.name, cause)})
+			}
+			return
+		}
+		switch e := event.GetEvent().(type) {
+		case *lockwardpb.LeaseEvent_Renewed:
+			l.answers <- answer{remaining: time.Duration(e.Renewed.GetRemainingMs()) * time.Millisecond}
+		case *lockwardpb.LeaseEvent_RenewFailed:
+			l.answers <- answer{err: &Error{Kind: e.RenewFailed.GetKind(), Message: e.RenewFailed.GetMessage()}}
+		case *lockwardpb.LeaseEvent_Released:
+			l.answers <- answer{released: true}
+			return
+		case *lockwardpb.LeaseEvent_Lost:
+			l.loseWith(&Error{Kind: "Lost", Message: fmt.Sprintf("lock %q was lost: %s", l.name, e.Lost.GetMessage())})
+			return
+		}
+	}
+}
+
+// Renew pushes the lease's deadline to now + ttl (0: the lease's TTL).
+// Leases renew themselves unless taken WithoutRenewal. A renewal the store
+// did not confirm leaves the deadline where it was.
+func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	sent := time.Now()
+	renew := &lockwardpb.Renew{TtlMs: uint64(ttl.Milliseconds())}
+	if err := l.send(&lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Renew{Renew: renew}}); err != nil {
+		return streamError(l.stream, err)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.lost:
+		return l.Err()
+	case a := <-l.answers:
+		if a.err != nil {
+			return a.err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.lostErr == nil {
+			l.deadline = sent.Add(a.remaining)
+			l.timer.Reset(time.Until(l.deadline))
+		}
+		return l.lostErr
+	}
+}
+
+// renewEvery renews the lease every interval until it is released or lost;
+// a renewal that fails is retried sooner while the deadline allows.
+func (l *Lease) renewEvery(interval time.Duration) {
+	wait := interval
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-time.After(wait):
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), l.Deadline())
+		err := l.Renew(ctx, 0)
+		cancel()
+		switch {
+		case err == nil:
+			wait = interval
+		case errors.Is(err, ErrLost):
+			return
+		default:
+			wait = max(time.Until(l.Deadline())/4, time.Millisecond)
+		}
+	}
+}
+
+// Release gives the lock back and ends the lease's stream. It returns
+// ErrLost's kind when the lease had been lost already (work done after
+// the loss may have overlapped with another holder).
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	lostErr := l.lostErr
+	already := l.released
+	l.released = true
+	l.timer.Stop()
+	l.mu.Unlock()
+	l.stopRenewing()
+	defer l.cancel()
+	if already {
+		return nil
+	}
+	if lostErr != nil {
+		return lostErr
+	}
+	if err := l.send(&lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Release{Release: &lockwardpb.Release{}}}); err != nil {
+		return streamError(l.stream, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case a := <-l.answers:
+			if a.released {
+				return nil
+			}
+			// A renewal's late answer: keep waiting for the release.
+		}
+	}
+}
+
+// WithLock runs fn while holding the lock name: fn's context is cancelled
+// if the lock is lost, and the lock is released when fn returns. It
+// returns fn's error, or ErrLost's kind when the lock was lost meanwhile.
+func (c *Client) WithLock(ctx context.Context, name string, fn func(ctx context.Context, lease *Lease) error, opts ...LockOption) error {
+	lease, err := c.Lock(ctx, name, opts...)
+	if err != nil {
+		return err
+	}
+	work := lease.Context(ctx)
+	fnErr := fn(work, lease)
+	releaseErr := lease.Release(context.WithoutCancel(ctx))
+	if fnErr != nil {
+		return fnErr
+	}
+	return releaseErr
+}

@@ -1,0 +1,336 @@
+package lockward
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// daemonAddress is the address of the daemon TestMain starts.
+var daemonAddress string
+
+// lockwardBinary is the lockward command the tests run: $LOCKWARD_BIN, or
+// the workspace's debug build (cargo build -p lockward-cli).
+func lockwardBinary() string {
+	if bin := os.Getenv("LOCKWARD_BIN"); bin != "" {
+		return bin
+	}
+	bin, _ := filepath.Abs("../../target/debug/lockward")
+	return bin
+}
+
+// startDaemon starts `lockward serve` on store, on a free loopback port,
+// and returns its address and process. It ends with the test binary.
+func startDaemon(store string) (string, *exec.Cmd, error) {
+	bin := lockwardBinary()
+	if _, err := os.Stat(bin); err != nil {
+		return "", nil, fmt.Errorf("no lockward binary at %s (build it with `cargo build -p lockward-cli`, or set LOCKWARD_BIN): %w", bin, err)
+	}
+	cmd := exec.Command(bin, "--store", store, "serve", "--listen", "127.0.0.1:0")
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return "", nil, fmt.Errorf("lockward serve printed no address: %w", err)
+	}
+	_, address, found := strings.Cut(strings.TrimSpace(line), " on ")
+	if !found {
+		_ = cmd.Process.Kill()
+		return "", nil, fmt.Errorf("no address in %q", line)
+	}
+	return address, cmd, nil
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockward-go-")
+	if err != nil {
+		panic(err)
+	}
+	address, cmd, err := startDaemon("sqlite://" + filepath.Join(dir, "locks.db"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	daemonAddress = address
+	// The examples dial the same daemon.
+	_ = os.Setenv("LOCKWARD_EXAMPLE_ADDRESS", address)
+	code := m.Run()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func dial(t *testing.T, address string) *Client {
+	t.Helper()
+	client, err := Dial(context.Background(), address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+func TestFencesGrowAcrossReleases(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	var last uint64
+	for range 3 {
+		lease, err := client.Lock(ctx, "go/fences", WithTTL(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lease.Fence() <= last {
+			t.Fatalf("fence %d after %d", lease.Fence(), last)
+		}
+		last = lease.Fence()
+		if until := time.Until(lease.Deadline()); until <= time.Second || until > 2*time.Second {
+			t.Fatalf("deadline in %v for a 2s lease", until)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTryLockOnAHeldLockIsBusy(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	lease, err := client.Lock(ctx, "go/busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	_, err = client.TryLock(ctx, "go/busy")
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("want ErrBusy, got %v", err)
+	}
+	_, err = client.Lock(ctx, "go/busy", WithWait(100*time.Millisecond))
+	if !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("want ErrTimedOut, got %v", err)
+	}
+	if _, err := client.TryLock(ctx, "bad\x00name"); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("want ErrInvalidArgument, got %v", err)
+	}
+}
+
+func TestAWaiterIsWokenPromptlyByTheRelease(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	var handoffs []time.Duration
+	for range 10 {
+		holder, err := client.Lock(ctx, "go/handoff")
+		if err != nil {
+			t.Fatal(err)
+		}
+		granted := make(chan time.Time, 1)
+		go func() {
+			lease, err := client.Lock(ctx, "go/handoff")
+			if err != nil {
+				t.Error(err)
+				granted <- time.Time{}
+				return
+			}
+			granted <- time.Now()
+			_ = lease.Release(ctx)
+		}()
+		time.Sleep(50 * time.Millisecond)
+		released := time.Now()
+		if err := holder.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		handoffs = append(handoffs, (<-granted).Sub(released))
+	}
+	sort.Slice(handoffs, func(i, j int) bool { return handoffs[i] < handoffs[j] })
+	median := handoffs[len(handoffs)/2]
+	t.Logf("handoff median %v (all %v)", median, handoffs)
+	if median > 25*time.Millisecond {
+		t.Fatalf("handoff median %v, want at most 25ms", median)
+	}
+}
+
+func TestACancelledWaitEndsAtOnceAndLeavesNoHolder(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	holder, err := client.Lock(ctx, "go/cancel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Lock(wait, "go/cancel")
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancelled := time.Now()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if took := time.Since(cancelled); took > 100*time.Millisecond {
+		t.Fatalf("the wait ended %v after its cancel", took)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The cancelled waiter holds nothing: the lock is free.
+	after, err := client.TryLock(ctx, "go/cancel")
+	if err != nil {
+		t.Fatalf("a cancelled wait left a holder: %v", err)
+	}
+	_ = after.Release(ctx)
+}
+
+func TestALeaseThatIsNotRenewedIsLostAndPassesOnWithALargerFence(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	quiet, err := client.Lock(ctx, "go/quiet", WithTTL(300*time.Millisecond), WithoutRenewal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := quiet.Context(ctx)
+	select {
+	case <-quiet.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("Lost() did not fire")
+	}
+	if !errors.Is(quiet.Err(), ErrLost) {
+		t.Fatalf("want ErrLost, got %v", quiet.Err())
+	}
+	select {
+	case <-work.Done():
+		if !errors.Is(context.Cause(work), ErrLost) {
+			t.Fatalf("the work's context ended with %v", context.Cause(work))
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the lease's context was not cancelled")
+	}
+	next, err := client.Lock(ctx, "go/quiet", WithWait(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Fence() <= quiet.Fence() {
+		t.Fatalf("fence %d after %d", next.Fence(), quiet.Fence())
+	}
+	_ = next.Release(ctx)
+}
+
+func TestARenewedLeaseOutlivesItsTTL(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	lease, err := client.Lock(ctx, "go/renewed", WithTTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if err := lease.Err(); err != nil {
+		t.Fatalf("lost while renewed: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKillingTheDaemonFiresLostAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	address, cmd, err := startDaemon("sqlite://" + filepath.Join(dir, "locks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := dial(t, address)
+	lease, err := client.Lock(context.Background(), "go/daemon", WithTTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	select {
+	case <-lease.Lost():
+		if took := time.Since(killed); took > time.Second {
+			t.Fatalf("Lost() fired %v after the kill", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost() did not fire when the daemon died")
+	}
+}
+
+func TestFencedIncrementsFromEightGoroutinesAreExact(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	var (
+		mu      sync.Mutex
+		counter int
+		last    uint64
+		stale   int
+	)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				err := client.WithLock(ctx, "go/counter", func(ctx context.Context, lease *Lease) error {
+					mu.Lock()
+					defer mu.Unlock()
+					// The resource refuses a fence older than the last it took.
+					if lease.Fence() <= last {
+						stale++
+						return nil
+					}
+					last = lease.Fence()
+					counter++
+					return nil
+				}, WithTTL(5*time.Second))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if counter != 800 || stale != 0 {
+		t.Fatalf("counter %d (want 800), %d stale fences", counter, stale)
+	}
+}
+
+func TestInspectShowsTheHolder(t *testing.T) {
+	client := dial(t, daemonAddress)
+	ctx := context.Background()
+	lease, err := client.Lock(ctx, "go/inspect", WithLabel("go-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	holder, err := client.Inspect(ctx, "go/inspect")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder == nil || holder.GetFence() != lease.Fence() || holder.GetLabel() != "go-test" {
+		t.Fatalf("inspect showed %v", holder)
+	}
+	rows, err := client.List(ctx, "go/inspect")
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("list: %v %v", rows, err)
+	}
+}

@@ -1,0 +1,75 @@
+package lockward
+
+import (
+	"time"
+
+	"lockward.dev/go/lockwardpb"
+)
+
+// A LockOption configures a lock request.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	acquire lockwardpb.Acquire
+	renew   bool
+}
+
+func newOptions(names []string, opts []LockOption) *lockOptions {
+	o := &lockOptions{renew: true}
+	o.acquire.Names = names
+	o.acquire.TtlMs = uint64((30 * time.Second).Milliseconds())
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
+}
+
+func (o *lockOptions) ttl() time.Duration {
+	return time.Duration(o.acquire.TtlMs) * time.Millisecond
+}
+
+// WithTTL sets the lease's time to live (30 s by default).
+func WithTTL(ttl time.Duration) LockOption {
+	return func(o *lockOptions) { o.acquire.TtlMs = uint64(ttl.Milliseconds()) }
+}
+
+// WithWait bounds the wait: past it, Lock fails with ErrTimedOut. Without
+// it, Lock waits until its context is done.
+func WithWait(wait time.Duration) LockOption {
+	return func(o *lockOptions) {
+		ms := uint64(wait.Milliseconds())
+		o.acquire.WaitMs = &ms
+	}
+}
+
+// WithLockDelay keeps the name held for delay after a lease lapses
+// without a release (for resources that cannot check fences).
+func WithLockDelay(delay time.Duration) LockOption {
+	return func(o *lockOptions) { o.acquire.LockDelayMs = uint64(delay.Milliseconds()) }
+}
+
+// WithLabel names the holder in `lockward status` (host:pid by default).
+func WithLabel(label string) LockOption {
+	return func(o *lockOptions) { o.acquire.Label = label }
+}
+
+// Shared takes a reader's share of a read-write lock: readers hold
+// together, a writer (an exclusive lock of the same name) alone.
+func Shared() LockOption {
+	return func(o *lockOptions) { o.acquire.Kind = lockwardpb.Kind_KIND_SHARED }
+}
+
+// Permits takes take of the permits of the semaphore of that name.
+func Permits(permits, take uint32) LockOption {
+	return func(o *lockOptions) {
+		o.acquire.Kind = lockwardpb.Kind_KIND_PERMITS
+		o.acquire.Permits = permits
+		o.acquire.Take = take
+	}
+}
+
+// WithoutRenewal leaves renewing to the caller (Lease.Renew): the lease
+// then lapses at its TTL unless renewed.
+func WithoutRenewal() LockOption {
+	return func(o *lockOptions) { o.renew = false }
+}
