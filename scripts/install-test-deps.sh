@@ -17,9 +17,11 @@
 #   faketime                   clock skew in the chaos harness (libfaketime)
 #   prometheus                 scrapes `lockward --metrics` in the metrics tests
 #   tmux                       drives `lockward status --watch` as a terminal
-# Then it builds protoc's Go plugins (scripts/go-protoc-plugins.sh) and the Kubernetes store's test servers (kube-apiserver, kubectl,
-# a current etcd and client-go's leader election) from Go modules, once per
-# version: scripts/build-kube-testservers.sh, which needs Go 1.26.
+# Then it builds, once per version into a cache: the Kubernetes store's test
+# servers (kube-apiserver, kubectl, a current etcd and client-go's leader
+# election) from Go modules (scripts/build-kube-testservers.sh, which needs
+# Go 1.26); protoc's Go plugins (scripts/go-protoc-plugins.sh); and a Python
+# environment with Dapr's SDK and pytest (scripts/python-test-env.sh).
 set -euo pipefail
 
 packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev
@@ -65,3 +67,5 @@ fi
 "$(dirname "$0")/build-kube-testservers.sh" >/dev/null
 # protoc's Go plugins, for the check that the Go client's generated code is current.
 "$(dirname "$0")/go-protoc-plugins.sh" >/dev/null
+# Dapr's Python SDK and pytest, for the Dapr interoperability tests.
+"$(dirname "$0")/python-test-env.sh" >/dev/null

@@ -26,6 +26,10 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 cargo test --workspace --all-features
 # The Go client, against the lockward binary the tests above built.
 clients/go/check.sh
+# Dapr's own Python SDK (sync and asyncio) locking through lockward serve.
+venv="$(scripts/python-test-env.sh)"
+LOCKWARD_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/lockward" "$venv/bin/pytest" -q \
+    -p no:cacheprovider -W "ignore:The Distributed Lock API:UserWarning" crates/lockward-serve/tests/dapr_python
 # The side-by-side benchmark is its own workspace (see its Cargo.toml):
 # checked here so it keeps building; run it with `cargo bench` there.
 (cd crates/lockward-compare && cargo fmt -- --check && \

@@ -4,6 +4,12 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_transport(false)
-        .compile_protos(&["proto/lockward/v1/lockward.proto"], &["proto"])?;
+        .compile_protos(
+            &[
+                "proto/lockward/v1/lockward.proto",
+                "proto/dapr/proto/runtime/v1/lock.proto",
+            ],
+            &["proto"],
+        )?;
     Ok(())
 }

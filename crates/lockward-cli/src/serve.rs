@@ -1,9 +1,10 @@
 //! `lockward serve`: the store's locks for programs in any language, over
 //! a local gRPC API (`lockward.v1`): one lease per stream, renewed by the
-//! client, released when the stream ends.
+//! client, released when the stream ends; and Dapr's lock calls on the
+//! same port, for every Dapr SDK.
 
 use lockward::Store;
-use lockward_serve::{Listen, LocksService, DEFAULT_LISTEN};
+use lockward_serve::{Listen, LocksService, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
 
 use crate::exit;
 use crate::stop::StopRequest;
@@ -14,6 +15,10 @@ pub struct ServeArgs {
     /// use) or IP:PORT on the loopback (127.0.0.1:7443; port 0 picks one).
     #[arg(long, env = "LOCKWARD_LISTEN", default_value = DEFAULT_LISTEN)]
     listen: String,
+    /// The lock store name Dapr's SDKs must ask for (their store_name);
+    /// calls naming another are refused.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_DAPR_STORE)]
+    dapr_store: String,
 }
 
 /// Serves until SIGINT or SIGTERM; every lease still held is released

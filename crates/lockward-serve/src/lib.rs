@@ -8,6 +8,7 @@
 //! server tells it when the store says the lease is gone. A stream that
 //! ends without a release is released at once.
 
+mod dapr;
 mod errors;
 mod lease;
 mod listen;
@@ -20,6 +21,13 @@ pub mod pb {
     tonic::include_proto!("lockward.v1");
 }
 
+/// Dapr's lock calls, generated from their proto.
+#[allow(missing_docs, clippy::all)]
+pub mod pb_dapr {
+    tonic::include_proto!("dapr.proto.runtime.v1");
+}
+
+pub use dapr::{DaprLocks, DEFAULT_DAPR_STORE, FENCE_HEADER};
 pub use errors::{status_of, ERROR_KIND_KEY};
 pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN};
 pub use service::LocksService;

@@ -10,6 +10,7 @@ use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
 use crate::pb::locks_server::LocksServer;
+use crate::pb_dapr::dapr_server::DaprServer;
 use crate::service::LocksService;
 
 /// The default address: a unix socket.
@@ -182,7 +183,18 @@ impl Bound {
                 Err(_) => std::future::pending().await,
             }
         };
-        let router = tonic::transport::Server::builder().add_service(LocksServer::new(service));
+        // lockward's API and Dapr's lock calls over HTTP/2, and the health
+        // route Dapr's SDKs ask for over HTTP/1.1 before their first call.
+        let routes = tonic::service::Routes::new(LocksServer::new(service.clone()))
+            .add_service(DaprServer::new(service.dapr()))
+            .into_axum_router()
+            .route(
+                "/v1.0/healthz/outbound",
+                axum::routing::get(|| async { axum::http::StatusCode::NO_CONTENT }),
+            );
+        let router = tonic::transport::Server::builder()
+            .accept_http1(true)
+            .add_routes(routes.into());
         let (served, path) = match self {
             Bound::Tcp(listener) => {
                 // Small messages both ways: Nagle's algorithm would hold a

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::dapr::{DaprLocks, DEFAULT_DAPR_STORE};
 use crate::errors::{invalid, status_of};
 use crate::pb::{self, locks_server::Locks};
 use crate::rows::{info_of, row_of};
@@ -24,6 +25,8 @@ pub struct LocksService {
     stop: Arc<watch::Sender<bool>>,
     /// How many lease streams are being served now.
     leases: Arc<AtomicUsize>,
+    /// Dapr's lock calls, on the same store.
+    dapr: DaprLocks,
 }
 
 /// Counts one lease stream while it is served.
@@ -47,11 +50,24 @@ impl LocksService {
     pub fn new(store: Store) -> LocksService {
         let (stop, stopping) = watch::channel(false);
         LocksService {
+            dapr: DaprLocks::new(store.clone(), DEFAULT_DAPR_STORE),
             store,
             stopping,
             stop: Arc::new(stop),
             leases: Arc::default(),
         }
+    }
+
+    /// Answers Dapr's lock calls to the lock store `name` (default
+    /// `lockward`); calls naming another store are `INVALID_ARGUMENT`.
+    pub fn dapr_store(mut self, name: impl Into<String>) -> LocksService {
+        self.dapr = DaprLocks::new(self.store.clone(), name);
+        self
+    }
+
+    /// Dapr's lock calls on this service's store.
+    pub fn dapr(&self) -> DaprLocks {
+        self.dapr.clone()
     }
 
     /// How many lease streams are being served now.
