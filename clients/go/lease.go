@@ -28,18 +28,20 @@ type Lease struct {
 	lost     chan struct{}
 	timer    *time.Timer
 	released bool
+	// The renewals sent and not answered yet, by id: when each was sent,
+	// and where its caller waits for the answer.
+	renewals map[uint64]pendingRenewal
+	nextID   uint64
 
-	// The receiver hands Renewed, RenewFailed and Released to the caller
-	// waiting for them.
-	answers chan answer
-	stop    chan struct{} // closed by Release: the renewer stops
-	stopped sync.Once
+	releasedAnswer chan struct{} // closed when the daemon says Released
+	ended          chan struct{} // closed when the daemon's stream ends
+	stop           chan struct{} // closed by Release: the renewer stops
+	stopped        sync.Once
 }
 
-type answer struct {
-	remaining time.Duration // Renewed
-	err       error         // RenewFailed
-	released  bool          // Released
+type pendingRenewal struct {
+	sent   time.Time
+	answer chan error // buffered: the receiver never waits on it
 }
 
 // Lock takes the lock name, waiting for it until ctx is done or the wait
@@ -104,15 +106,17 @@ func (c *Client) lock(ctx context.Context, names []string, o *lockOptions) (*Lea
 	waited := time.Duration(granted.GetWaitedMs()) * time.Millisecond
 	remaining := time.Duration(granted.GetRemainingMs()) * time.Millisecond
 	l := &Lease{
-		name:     names[0],
-		fences:   granted.GetFences(),
-		ttl:      o.ttl(),
-		stream:   stream,
-		cancel:   cancel,
-		deadline: sent.Add(waited + remaining),
-		lost:     make(chan struct{}),
-		answers:  make(chan answer, 1),
-		stop:     make(chan struct{}),
+		name:           names[0],
+		fences:         granted.GetFences(),
+		ttl:            o.ttl(),
+		stream:         stream,
+		cancel:         cancel,
+		deadline:       sent.Add(waited + remaining),
+		lost:           make(chan struct{}),
+		renewals:       make(map[uint64]pendingRenewal),
+		releasedAnswer: make(chan struct{}),
+		ended:          make(chan struct{}),
+		stop:           make(chan struct{}),
 	}
 	if len(l.fences) == 0 {
 		l.fences = []uint64{granted.GetFence()}
@@ -202,8 +206,11 @@ func (l *Lease) send(request *lockwardpb.LeaseRequest) error {
 	return l.stream.Send(request)
 }
 
-// receive reads the daemon's events until the stream ends.
+// receive reads the daemon's events until the stream ends. It never
+// blocks on a caller: a renewal's answer moves the deadline here, then is
+// handed to its caller if one still waits.
 func (l *Lease) receive() {
+	defer close(l.ended)
 	for {
 		event, err := l.stream.Recv()
 		if err != nil {
@@ -218,11 +225,13 @@ func (l *Lease) receive() {
 		}
 		switch e := event.GetEvent().(type) {
 		case *lockwardpb.LeaseEvent_Renewed:
-			l.answers <- answer{remaining: time.Duration(e.Renewed.GetRemainingMs()) * time.Millisecond}
+			remaining := time.Duration(e.Renewed.GetRemainingMs()) * time.Millisecond
+			l.answered(e.Renewed.GetId(), remaining, nil)
 		case *lockwardpb.LeaseEvent_RenewFailed:
-			l.answers <- answer{err: &Error{Kind: e.RenewFailed.GetKind(), Message: e.RenewFailed.GetMessage()}}
+			failed := &Error{Kind: e.RenewFailed.GetKind(), Message: e.RenewFailed.GetMessage()}
+			l.answered(e.RenewFailed.GetId(), 0, failed)
 		case *lockwardpb.LeaseEvent_Released:
-			l.answers <- answer{released: true}
+			close(l.releasedAnswer)
 			return
 		case *lockwardpb.LeaseEvent_Lost:
 			l.loseWith(&Error{Kind: "Lost", Message: fmt.Sprintf("lock %q was lost: %s", l.name, e.Lost.GetMessage())})
@@ -231,34 +240,52 @@ func (l *Lease) receive() {
 	}
 }
 
+// answered applies the answer to renewal id: the deadline becomes that
+// renewal's send time + remaining, if later than it is (each answer is a
+// bound on the daemon's deadline, also when it comes late).
+func (l *Lease) answered(id uint64, remaining time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	pending, ok := l.renewals[id]
+	if !ok {
+		return
+	}
+	delete(l.renewals, id)
+	if err == nil && l.lostErr == nil {
+		if deadline := pending.sent.Add(remaining); deadline.After(l.deadline) {
+			l.deadline = deadline
+			l.timer.Reset(time.Until(deadline))
+		}
+	}
+	pending.answer <- err
+}
+
 // Renew pushes the lease's deadline to now + ttl (0: the lease's TTL).
 // Leases renew themselves unless taken WithoutRenewal. A renewal the store
 // did not confirm leaves the deadline where it was.
 func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
-	if err := l.Err(); err != nil {
-		return err
+	l.mu.Lock()
+	if l.lostErr != nil {
+		defer l.mu.Unlock()
+		return l.lostErr
 	}
-	sent := time.Now()
-	renew := &lockwardpb.Renew{TtlMs: uint64(ttl.Milliseconds())}
+	l.nextID++
+	id := l.nextID
+	answer := make(chan error, 1)
+	l.renewals[id] = pendingRenewal{sent: time.Now(), answer: answer}
+	l.mu.Unlock()
+	renew := &lockwardpb.Renew{TtlMs: uint64(ttl.Milliseconds()), Id: id}
 	if err := l.send(&lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Renew{Renew: renew}}); err != nil {
 		return streamError(l.stream, err)
 	}
 	select {
 	case <-ctx.Done():
+		// A late answer still moves the deadline.
 		return ctx.Err()
 	case <-l.lost:
 		return l.Err()
-	case a := <-l.answers:
-		if a.err != nil {
-			return a.err
-		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.lostErr == nil {
-			l.deadline = sent.Add(a.remaining)
-			l.timer.Reset(time.Until(l.deadline))
-		}
-		return l.lostErr
+	case err := <-answer:
+		return err
 	}
 }
 
@@ -307,15 +334,17 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err := l.send(&lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Release{Release: &lockwardpb.Release{}}}); err != nil {
 		return streamError(l.stream, err)
 	}
-	for {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.releasedAnswer:
+		return nil
+	case <-l.ended:
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case a := <-l.answers:
-			if a.released {
-				return nil
-			}
-			// A renewal's late answer: keep waiting for the release.
+		case <-l.releasedAnswer:
+			return nil
+		default:
+			return &Error{Kind: "Unavailable", Message: fmt.Sprintf("lock %q: the daemon went away before it confirmed the release", l.name)}
 		}
 	}
 }

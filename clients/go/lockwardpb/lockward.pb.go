@@ -298,7 +298,10 @@ func (x *Acquire) GetLabel() string {
 type Renew struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The new TTL; 0 keeps the lease's.
-	TtlMs         uint64 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	TtlMs uint64 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// The client's number for this renewal, echoed in its answer: the client
+	// pairs each answer with its own send time, also when answers come late.
+	Id            uint64 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -336,6 +339,13 @@ func (*Renew) Descriptor() ([]byte, []int) {
 func (x *Renew) GetTtlMs() uint64 {
 	if x != nil {
 		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *Renew) GetId() uint64 {
+	if x != nil {
+		return x.Id
 	}
 	return 0
 }
@@ -552,7 +562,9 @@ type Renewed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How much of the lease was left when the server sent this; the
 	// client's deadline is its send time of the Renew + remaining_ms.
-	RemainingMs   uint64 `protobuf:"varint,1,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"`
+	RemainingMs uint64 `protobuf:"varint,1,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"`
+	// The Renew's id.
+	Id            uint64 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -590,6 +602,13 @@ func (*Renewed) Descriptor() ([]byte, []int) {
 func (x *Renewed) GetRemainingMs() uint64 {
 	if x != nil {
 		return x.RemainingMs
+	}
+	return 0
+}
+
+func (x *Renewed) GetId() uint64 {
+	if x != nil {
+		return x.Id
 	}
 	return 0
 }
@@ -635,8 +654,10 @@ func (*Released) Descriptor() ([]byte, []int) {
 type RenewFailed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The kind of lockward's error, as in ErrorInfo.
-	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Kind    string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// The Renew's id.
+	Id            uint64 `protobuf:"varint,3,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -683,6 +704,13 @@ func (x *RenewFailed) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *RenewFailed) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
 }
 
 type Lost struct {
@@ -1304,9 +1332,10 @@ const file_lockward_v1_lockward_proto_rawDesc = "" +
 	"\rlock_delay_ms\x18\a \x01(\x04R\vlockDelayMs\x12\x14\n" +
 	"\x05label\x18\b \x01(\tR\x05labelB\n" +
 	"\n" +
-	"\b_wait_ms\"\x1e\n" +
+	"\b_wait_ms\".\n" +
 	"\x05Renew\x12\x15\n" +
-	"\x06ttl_ms\x18\x01 \x01(\x04R\x05ttlMs\"\t\n" +
+	"\x06ttl_ms\x18\x01 \x01(\x04R\x05ttlMs\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\"\t\n" +
 	"\aRelease\"\xa9\x01\n" +
 	"\fLeaseRequest\x120\n" +
 	"\aacquire\x18\x01 \x01(\v2\x14.lockward.v1.AcquireH\x00R\aacquire\x12*\n" +
@@ -1317,14 +1346,16 @@ const file_lockward_v1_lockward_proto_rawDesc = "" +
 	"\x05fence\x18\x01 \x01(\x04R\x05fence\x12\x16\n" +
 	"\x06fences\x18\x02 \x03(\x04R\x06fences\x12!\n" +
 	"\fremaining_ms\x18\x03 \x01(\x04R\vremainingMs\x12\x1b\n" +
-	"\twaited_ms\x18\x04 \x01(\x04R\bwaitedMs\",\n" +
+	"\twaited_ms\x18\x04 \x01(\x04R\bwaitedMs\"<\n" +
 	"\aRenewed\x12!\n" +
-	"\fremaining_ms\x18\x01 \x01(\x04R\vremainingMs\"\n" +
+	"\fremaining_ms\x18\x01 \x01(\x04R\vremainingMs\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\"\n" +
 	"\n" +
-	"\bReleased\";\n" +
+	"\bReleased\"K\n" +
 	"\vRenewFailed\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"Q\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\x04R\x02id\"Q\n" +
 	"\x04Lost\x12/\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x17.lockward.v1.LostReasonR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x96\x02\n" +

@@ -279,6 +279,7 @@ async fn keep(
                             let left = held.deadline().saturating_duration_since(Instant::now());
                             let renewed = event(Event::Renewed(pb::Renewed {
                                 remaining_ms: millis(left),
+                                id: renew.id,
                             }));
                             if events.send(Ok(renewed)).await.is_err() {
                                 return;
@@ -294,6 +295,7 @@ async fn keep(
                             let failed = event(Event::RenewFailed(pb::RenewFailed {
                                 kind: e.kind().to_string(),
                                 message: e.to_string(),
+                                id: renew.id,
                             }));
                             if events.send(Ok(failed)).await.is_err() {
                                 return;

@@ -141,10 +141,16 @@ async fn fences_grow_and_renewals_move_the_deadline() {
         "{granted:?}"
     );
     first
-        .send(Request::Renew(pb::Renew { ttl_ms: 5_000 }))
+        .send(Request::Renew(pb::Renew {
+            ttl_ms: 5_000,
+            id: 7,
+        }))
         .await;
     match first.next().await {
-        Ok(Event::Renewed(r)) => assert!(r.remaining_ms > 4_000, "{r:?}"),
+        Ok(Event::Renewed(r)) => {
+            assert!(r.remaining_ms > 4_000, "{r:?}");
+            assert_eq!(r.id, 7, "the answer names its renewal");
+        }
         other => panic!("{other:?}"),
     }
     first.release().await;
@@ -282,7 +288,7 @@ async fn bad_requests_get_a_clear_error_and_the_daemon_stays_up() {
     // A lease that does not start with an Acquire.
     let (send, requests) = mpsc::channel(1);
     send.send(pb::LeaseRequest {
-        request: Some(Request::Renew(pb::Renew { ttl_ms: 1 })),
+        request: Some(Request::Renew(pb::Renew { ttl_ms: 1, id: 1 })),
     })
     .await
     .unwrap();
