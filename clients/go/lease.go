@@ -179,6 +179,11 @@ func (l *Lease) Context(ctx context.Context) context.Context {
 		case <-l.lost:
 			cancel(l.Err())
 		case <-derived.Done():
+		case <-l.ended:
+			// Released (or gone): a loss may still have come first.
+			if err := l.Err(); err != nil {
+				cancel(err)
+			}
 		}
 	}()
 	return derived
