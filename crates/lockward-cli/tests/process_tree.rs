@@ -398,8 +398,8 @@ fn sigkill_of_the_keeper_ends_the_whole_tree_before_the_lock_passes() {
 }
 
 /// lockward and its keeper killed at the same moment: with a cgroup the
-/// warden ends the whole tree; without one, as the README says, CMD dies
-/// with the keeper and what it started runs on.
+/// warden ends the whole tree; without one, as docs/cli.md says, CMD dies
+/// with the keeper and what it started may run on.
 #[test]
 fn sigkill_of_lockward_and_the_keeper_together() {
     let cgroup = TestCgroup::make();
@@ -457,25 +457,22 @@ fn sigkill_of_lockward_and_the_keeper_together() {
                 c.leftovers()
             );
         } else {
-            // What the README says survives: everything CMD started.
+            // What docs/cli.md says may survive: what CMD started.
             std::thread::sleep(Duration::from_secs(1));
             let survivors: Vec<u32> = [fg, bg, daemon].into_iter().filter(|p| alive(*p)).collect();
             for pid in &survivors {
                 signal(*pid, libc::SIGKILL);
             }
-            // The daemon left CMD's process group, so nothing but a cgroup
-            // reaches it. The others survive too when both die before the
-            // keeper acts; on a busy machine the keeper may see lockward die
-            // first and end CMD's group (fg, bg) before its own SIGKILL lands.
+            // The daemon left CMD's process group and its parent, so nothing
+            // but a cgroup reaches it. The others survive too when both die
+            // before the keeper acts; on a busy machine the keeper may see
+            // lockward die first and end some or all of CMD's tree before
+            // its own SIGKILL lands (seen: fg ended, bg not yet).
             assert!(
                 survivors.contains(&daemon),
                 "without a cgroup, the daemon CMD started survives lockward and the keeper \
                  killed together: survivors {survivors:?} of {:?}",
                 [fg, bg, daemon]
-            );
-            assert!(
-                survivors == vec![fg, bg, daemon] || survivors == vec![daemon],
-                "either the whole tree survives or only the daemon: {survivors:?}"
             );
         }
     }
