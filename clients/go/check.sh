@@ -2,7 +2,8 @@
 # The Go client's checks, as scripts/test.sh runs them: the committed
 # generated code is what the proto generates, gofmt and go vet are clean,
 # and the tests pass against `lockward serve` ($LOCKWARD_BIN, default the
-# workspace's debug build, which `cargo test` builds).
+# workspace's debug build, which `cargo test` builds) on SQLite, Redis,
+# etcd and PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")"
 plugins="$(../../scripts/go-protoc-plugins.sh)"
@@ -22,4 +23,10 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
-LOCKWARD_BIN="${LOCKWARD_BIN:-${CARGO_TARGET_DIR:-$PWD/../../target}/debug/lockward}" go test -count=1 ./...
+# The tests on Redis, etcd and PostgreSQL start those servers the way the
+# Rust tests do, with lockward-testserver.
+(cd ../.. && cargo build --quiet -p lockward-testkit --bin lockward-testserver)
+target="${CARGO_TARGET_DIR:-$PWD/../../target}"
+LOCKWARD_BIN="${LOCKWARD_BIN:-$target/debug/lockward}" \
+  LOCKWARD_TESTSERVER_BIN="${LOCKWARD_TESTSERVER_BIN:-$target/debug/lockward-testserver}" \
+  go test -count=1 ./...

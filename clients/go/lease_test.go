@@ -89,8 +89,10 @@ func dial(t *testing.T, address string) *Client {
 	return client
 }
 
-func TestFencesGrowAcrossReleases(t *testing.T) {
-	client := dial(t, daemonAddress)
+func TestFencesGrowAcrossReleases(t *testing.T) { fencesGrowAcrossReleases(t, daemonAddress) }
+
+func fencesGrowAcrossReleases(t *testing.T, address string) {
+	client := dial(t, address)
 	ctx := context.Background()
 	var last uint64
 	for range 3 {
@@ -111,8 +113,10 @@ func TestFencesGrowAcrossReleases(t *testing.T) {
 	}
 }
 
-func TestTryLockOnAHeldLockIsBusy(t *testing.T) {
-	client := dial(t, daemonAddress)
+func TestTryLockOnAHeldLockIsBusy(t *testing.T) { tryLockOnAHeldLockIsBusy(t, daemonAddress) }
+
+func tryLockOnAHeldLockIsBusy(t *testing.T, address string) {
+	client := dial(t, address)
 	ctx := context.Background()
 	lease, err := client.Lock(ctx, "go/busy")
 	if err != nil {
@@ -133,7 +137,11 @@ func TestTryLockOnAHeldLockIsBusy(t *testing.T) {
 }
 
 func TestAWaiterIsWokenPromptlyByTheRelease(t *testing.T) {
-	client := dial(t, daemonAddress)
+	aWaiterIsWokenPromptlyByTheRelease(t, daemonAddress)
+}
+
+func aWaiterIsWokenPromptlyByTheRelease(t *testing.T, address string) {
+	client := dial(t, address)
 	ctx := context.Background()
 	var handoffs []time.Duration
 	for range 10 {
@@ -168,7 +176,11 @@ func TestAWaiterIsWokenPromptlyByTheRelease(t *testing.T) {
 }
 
 func TestACancelledWaitEndsAtOnceAndLeavesNoHolder(t *testing.T) {
-	client := dial(t, daemonAddress)
+	aCancelledWaitEndsAtOnceAndLeavesNoHolder(t, daemonAddress)
+}
+
+func aCancelledWaitEndsAtOnceAndLeavesNoHolder(t *testing.T, address string) {
+	client := dial(t, address)
 	ctx := context.Background()
 	holder, err := client.Lock(ctx, "go/cancel")
 	if err != nil {
@@ -275,7 +287,11 @@ func TestKillingTheDaemonFiresLostAtOnce(t *testing.T) {
 }
 
 func TestFencedIncrementsFromEightGoroutinesAreExact(t *testing.T) {
-	client := dial(t, daemonAddress)
+	fencedIncrementsFromEightGoroutinesAreExact(t, daemonAddress)
+}
+
+func fencedIncrementsFromEightGoroutinesAreExact(t *testing.T, address string) {
+	client := dial(t, address)
 	ctx := context.Background()
 	var (
 		mu      sync.Mutex
@@ -332,5 +348,71 @@ func TestInspectShowsTheHolder(t *testing.T) {
 	rows, err := client.List(ctx, "go/inspect")
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("list: %v %v", rows, err)
+	}
+}
+
+// testserverBinary starts the test servers: $LOCKWARD_TESTSERVER_BIN, or
+// the workspace's debug build (cargo build -p lockward-testkit).
+func testserverBinary() string {
+	if bin := os.Getenv("LOCKWARD_TESTSERVER_BIN"); bin != "" {
+		return bin
+	}
+	bin, _ := filepath.Abs("../../target/debug/lockward-testserver")
+	return bin
+}
+
+// startStore starts a real server of kind (redis, etcd, postgres) on a
+// free loopback port, for the rest of the test, and returns its store URL.
+func startStore(t *testing.T, kind string) string {
+	t.Helper()
+	bin := testserverBinary()
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no lockward-testserver at %s (cargo build -p lockward-testkit; its servers come from scripts/install-test-deps.sh): %v", bin, err)
+	}
+	cmd := exec.Command(bin, kind)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Closing its stdin stops the server and removes its files.
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("lockward-testserver %s printed no URL: %v", kind, err)
+	}
+	return strings.TrimSpace(url)
+}
+
+// TestOnServerStores runs the lease checks through a daemon on each
+// server store (the others run on SQLite).
+func TestOnServerStores(t *testing.T) {
+	for _, kind := range []string{"redis", "etcd", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			address, cmd, err := startDaemon(startStore(t, kind))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				_ = cmd.Wait()
+			})
+			t.Run("fences", func(t *testing.T) { fencesGrowAcrossReleases(t, address) })
+			t.Run("busy", func(t *testing.T) { tryLockOnAHeldLockIsBusy(t, address) })
+			t.Run("handoff", func(t *testing.T) { aWaiterIsWokenPromptlyByTheRelease(t, address) })
+			t.Run("cancel", func(t *testing.T) { aCancelledWaitEndsAtOnceAndLeavesNoHolder(t, address) })
+			t.Run("counter", func(t *testing.T) { fencedIncrementsFromEightGoroutinesAreExact(t, address) })
+		})
 	}
 }
