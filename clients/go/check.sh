@@ -23,6 +23,8 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
+# Pure Go: it builds without cgo.
+CGO_ENABLED=0 go build ./...
 # The tests on Redis, etcd and PostgreSQL start those servers the way the
 # Rust tests do, with lockward-testserver.
 (cd ../.. && cargo build --quiet -p lockward-testkit --bin lockward-testserver)

@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, watch};
 use tonic::{Status, Streaming};
 
 use crate::errors::{invalid, status_of};
+use crate::millis;
 use crate::pb::{self, lease_event::Event, lease_request::Request};
 
 /// Where the handler sends what the client receives.
@@ -168,10 +169,6 @@ fn lost_event(reason: LostReason) -> pb::LeaseEvent {
 
 fn event(event: Event) -> pb::LeaseEvent {
     pb::LeaseEvent { event: Some(event) }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Serves one lease stream: `requests` from the client, `events` to it.

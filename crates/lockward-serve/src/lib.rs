@@ -43,3 +43,8 @@ pub async fn serve(
 ) -> Result<(), ListenError> {
     listen.serve(LocksService::new(store), shutdown).await
 }
+
+/// A duration in whole milliseconds, as the API carries them.
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -4,11 +4,8 @@ use std::time::Duration;
 
 use lockward::{Holding, LockInfo};
 
+use crate::millis;
 use crate::pb;
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
 
 /// `info` as the API shows it.
 pub(crate) fn row_of(info: LockInfo) -> pb::LockRow {

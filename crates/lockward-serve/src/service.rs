@@ -1,7 +1,6 @@
 //! The `lockward.v1.Locks` service over one store.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures_util::Stream;
@@ -24,24 +23,24 @@ pub struct LocksService {
     stopping: watch::Receiver<bool>,
     stop: Arc<watch::Sender<bool>>,
     /// How many lease streams are being served now.
-    leases: Arc<AtomicUsize>,
+    leases: Arc<watch::Sender<usize>>,
     /// Dapr's lock calls, on the same store.
     dapr: DaprLocks,
 }
 
 /// Counts one lease stream while it is served.
-struct Serving(Arc<AtomicUsize>);
+struct Serving(Arc<watch::Sender<usize>>);
 
 impl Serving {
-    fn start(count: &Arc<AtomicUsize>) -> Serving {
-        count.fetch_add(1, Ordering::SeqCst);
+    fn start(count: &Arc<watch::Sender<usize>>) -> Serving {
+        count.send_modify(|n| *n += 1);
         Serving(count.clone())
     }
 }
 
 impl Drop for Serving {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.send_modify(|n| *n -= 1);
     }
 }
 
@@ -54,7 +53,7 @@ impl LocksService {
             store,
             stopping,
             stop: Arc::new(stop),
-            leases: Arc::default(),
+            leases: Arc::new(watch::channel(0).0),
         }
     }
 
@@ -72,7 +71,7 @@ impl LocksService {
 
     /// How many lease streams are being served now.
     pub fn leases(&self) -> usize {
-        self.leases.load(Ordering::SeqCst)
+        *self.leases.borrow()
     }
 
     /// Resolves once no lease stream is served any more (after
@@ -80,10 +79,9 @@ impl LocksService {
     ///
     /// Cancellation: dropping the future changes nothing.
     pub async fn leases_ended(&self, within: std::time::Duration) {
-        let until = tokio::time::Instant::now() + within;
-        while self.leases() > 0 && tokio::time::Instant::now() < until {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        let mut count = self.leases.subscribe();
+        let none_left = count.wait_for(|n| *n == 0);
+        let _ = tokio::time::timeout(within, async { none_left.await.map(|_| ()) }).await;
     }
 
     /// Ends every lease stream: each releases what it holds (or stops
@@ -150,7 +148,7 @@ impl Locks for LocksService {
             .await
             .map_err(|e| status_of(&e))?;
         Ok(Response::new(pb::ForceUnlockResponse {
-            held_back_ms: held_back.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            held_back_ms: held_back.map(crate::millis),
         }))
     }
 }
