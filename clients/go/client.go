@@ -16,8 +16,11 @@ const DefaultAddress = "unix:///run/lockward/lockward.sock"
 // Client is a connection to lockward serve. It is safe for concurrent use;
 // share one per process.
 type Client struct {
-	conn  *grpc.ClientConn
-	locks lockwardpb.LocksClient
+	conn      *grpc.ClientConn
+	locks     lockwardpb.LocksClient
+	elections lockwardpb.ElectionsClient
+	keys      lockwardpb.KeysClient
+	limits    lockwardpb.LimitsClient
 }
 
 // Dial connects to lockward serve at address: "unix:///PATH" or
@@ -33,7 +36,13 @@ func Dial(ctx context.Context, address string, opts ...grpc.DialOption) (*Client
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, locks: lockwardpb.NewLocksClient(conn)}, nil
+	return &Client{
+		conn:      conn,
+		locks:     lockwardpb.NewLocksClient(conn),
+		elections: lockwardpb.NewElectionsClient(conn),
+		keys:      lockwardpb.NewKeysClient(conn),
+		limits:    lockwardpb.NewLimitsClient(conn),
+	}, nil
 }
 
 // Close closes the connection; every lease still held ends with it (the

@@ -56,3 +56,65 @@ func ExampleClient_TryLock() {
 	// Output:
 	// second instance busy: true
 }
+
+func ExampleClient_Elect() {
+	ctx := context.Background()
+	client, err := lockward.Dial(ctx, address())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	leadership, err := client.Elect(ctx, "example/scheduler", "node-a")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Lead until revoked: work under leadership.Context(ctx), fencing each
+	// write with leadership.Epoch().
+	leader, _ := client.Leader(ctx, "example/scheduler")
+	fmt.Println("leader:", leader)
+	fmt.Println("resigned:", leadership.Resign(ctx) == nil)
+	// Output:
+	// leader: node-a
+	// resigned: true
+}
+
+func ExampleClient_Idempotent() {
+	ctx := context.Background()
+	client, err := lockward.Dial(ctx, address())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	charge := func(ctx context.Context, lease *lockward.Lease) (string, error) {
+		return "charged 42.00", nil // the payment, fenced with lease.Fence()
+	}
+	for range 2 {
+		result, ran, err := client.Idempotent(ctx, "example/order-17", charge)
+		fmt.Println(result, ran, err)
+	}
+	// Output:
+	// charged 42.00 true <nil>
+	// charged 42.00 false <nil>
+}
+
+func ExampleRateLimit_Allow() {
+	ctx := context.Background()
+	client, err := lockward.Dial(ctx, address())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	perUser := client.RateLimit("example/api", 2, time.Minute)
+	for range 3 {
+		decision, err := perUser.Allow(ctx, "user-7")
+		fmt.Println(decision.Allowed, err)
+	}
+	// Output:
+	// true <nil>
+	// true <nil>
+	// false <nil>
+}

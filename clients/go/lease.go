@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"lockward.dev/go/lockwardpb"
 )
 
@@ -15,9 +17,8 @@ import (
 type Lease struct {
 	name   string
 	fences []uint64
-	ttl    time.Duration
 
-	stream lockwardpb.Locks_LeaseClient
+	stream leaseStream
 	cancel context.CancelFunc
 
 	sendMu sync.Mutex // one Send at a time on the stream
@@ -33,10 +34,10 @@ type Lease struct {
 	renewals map[uint64]pendingRenewal
 	nextID   uint64
 
-	releasedAnswer chan struct{} // closed when the daemon says Released
-	ended          chan struct{} // closed when the daemon's stream ends
-	stop           chan struct{} // closed by Release: the renewer stops
-	stopped        sync.Once
+	confirmed chan struct{} // closed when the daemon confirms the end (Released, Completed)
+	ended     chan struct{} // closed when the daemon's stream ends
+	stop      chan struct{} // closed by Release: the renewer stops
+	stopped   sync.Once
 }
 
 type pendingRenewal struct {
@@ -64,18 +65,43 @@ func (c *Client) LockAll(ctx context.Context, names []string, opts ...LockOption
 }
 
 func (c *Client) lock(ctx context.Context, names []string, o *lockOptions) (*Lease, error) {
+	lease, _, err := c.open(ctx, opening{
+		name:    names[0],
+		request: &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Acquire{Acquire: &o.acquire}},
+		call:    c.locks.Lease,
+		renew:   o.renewInterval(),
+	})
+	return lease, err
+}
+
+// leaseStream is the stream of every lease-like call: Locks.Lease,
+// Elections.Campaign and Keys.Claim.
+type leaseStream = grpc.BidiStreamingClient[lockwardpb.LeaseRequest, lockwardpb.LeaseEvent]
+
+// opening is how a lease stream starts.
+type opening struct {
+	name    string // for messages
+	request *lockwardpb.LeaseRequest
+	call    func(ctx context.Context, opts ...grpc.CallOption) (leaseStream, error)
+	renew   time.Duration // how often to renew; 0: the caller renews
+}
+
+// open opens a lease stream, sends its first request and waits for the
+// daemon's answer: Granted becomes a Lease; any other answer (a key's
+// stored result) is returned as is, and the stream is over. Cancelling
+// ctx ends the wait and leaves no holder.
+func (c *Client) open(ctx context.Context, o opening) (*Lease, *lockwardpb.LeaseEvent, error) {
 	// The stream outlives ctx: ctx bounds the wait, not the lease.
 	streamCtx, cancel := context.WithCancel(context.Background())
-	stream, err := c.locks.Lease(streamCtx)
+	stream, err := o.call(streamCtx)
 	if err != nil {
 		cancel()
-		return nil, fromStatus(err, nil)
+		return nil, nil, fromStatus(err, nil)
 	}
 	sent := time.Now()
-	request := &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Acquire{Acquire: &o.acquire}}
-	if err := stream.Send(request); err != nil {
+	if err := stream.Send(o.request); err != nil {
 		cancel()
-		return nil, streamError(stream, err)
+		return nil, nil, streamError(stream, err)
 	}
 	type first struct {
 		event *lockwardpb.LeaseEvent
@@ -91,32 +117,31 @@ func (c *Client) lock(ctx context.Context, names []string, o *lockOptions) (*Lea
 	case <-ctx.Done():
 		// Ending the stream ends the wait; the daemon leaves no holder.
 		cancel()
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case got = <-received:
 	}
 	if got.err != nil {
 		cancel()
-		return nil, streamError(stream, got.err)
+		return nil, nil, streamError(stream, got.err)
 	}
 	granted := got.event.GetGranted()
 	if granted == nil {
 		cancel()
-		return nil, fmt.Errorf("lockward: expected Granted, the daemon sent %v", got.event)
+		return nil, got.event, nil
 	}
 	waited := time.Duration(granted.GetWaitedMs()) * time.Millisecond
 	remaining := time.Duration(granted.GetRemainingMs()) * time.Millisecond
 	l := &Lease{
-		name:           names[0],
-		fences:         granted.GetFences(),
-		ttl:            o.ttl(),
-		stream:         stream,
-		cancel:         cancel,
-		deadline:       sent.Add(waited + remaining),
-		lost:           make(chan struct{}),
-		renewals:       make(map[uint64]pendingRenewal),
-		releasedAnswer: make(chan struct{}),
-		ended:          make(chan struct{}),
-		stop:           make(chan struct{}),
+		name:      o.name,
+		fences:    granted.GetFences(),
+		stream:    stream,
+		cancel:    cancel,
+		deadline:  sent.Add(waited + remaining),
+		lost:      make(chan struct{}),
+		renewals:  make(map[uint64]pendingRenewal),
+		confirmed: make(chan struct{}),
+		ended:     make(chan struct{}),
+		stop:      make(chan struct{}),
 	}
 	if len(l.fences) == 0 {
 		l.fences = []uint64{granted.GetFence()}
@@ -127,15 +152,15 @@ func (c *Client) lock(ctx context.Context, names []string, o *lockOptions) (*Lea
 	})
 	l.mu.Unlock()
 	go l.receive()
-	if o.renew {
-		go l.renewEvery(l.ttl / 3)
+	if o.renew > 0 {
+		go l.renewEvery(o.renew)
 	}
-	return l, nil
+	return l, nil, nil
 }
 
 // streamError is the error that ended a stream, with the kind the daemon
 // named in its trailer.
-func streamError(stream lockwardpb.Locks_LeaseClient, err error) error {
+func streamError(stream leaseStream, err error) error {
 	return fromStatus(err, stream.Trailer())
 }
 
@@ -235,8 +260,8 @@ func (l *Lease) receive() {
 		case *lockwardpb.LeaseEvent_RenewFailed:
 			failed := &Error{Kind: e.RenewFailed.GetKind(), Message: e.RenewFailed.GetMessage()}
 			l.answered(e.RenewFailed.GetId(), 0, failed)
-		case *lockwardpb.LeaseEvent_Released:
-			close(l.releasedAnswer)
+		case *lockwardpb.LeaseEvent_Released, *lockwardpb.LeaseEvent_Completed:
+			close(l.confirmed)
 			return
 		case *lockwardpb.LeaseEvent_Lost:
 			l.loseWith(&Error{Kind: "Lost", Message: fmt.Sprintf("lock %q was lost: %s", l.name, e.Lost.GetMessage())})
@@ -322,6 +347,13 @@ func (l *Lease) renewEvery(interval time.Duration) {
 // ErrLost's kind when the lease had been lost already (work done after
 // the loss may have overlapped with another holder).
 func (l *Lease) Release(ctx context.Context) error {
+	release := &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Release{Release: &lockwardpb.Release{}}}
+	return l.end(ctx, release, "release")
+}
+
+// end sends the request that ends the lease (a Release, a claim's
+// Complete) and waits for the daemon to confirm it.
+func (l *Lease) end(ctx context.Context, request *lockwardpb.LeaseRequest, what string) error {
 	l.mu.Lock()
 	lostErr := l.lostErr
 	already := l.released
@@ -336,20 +368,23 @@ func (l *Lease) Release(ctx context.Context) error {
 	if lostErr != nil {
 		return lostErr
 	}
-	if err := l.send(&lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Release{Release: &lockwardpb.Release{}}}); err != nil {
+	if err := l.send(request); err != nil {
 		return streamError(l.stream, err)
 	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-l.releasedAnswer:
+	case <-l.confirmed:
 		return nil
 	case <-l.ended:
 		select {
-		case <-l.releasedAnswer:
+		case <-l.confirmed:
 			return nil
 		default:
-			return &Error{Kind: "Unavailable", Message: fmt.Sprintf("lock %q: the daemon went away before it confirmed the release", l.name)}
+			if err := l.Err(); err != nil {
+				return err
+			}
+			return &Error{Kind: "Unavailable", Message: fmt.Sprintf("lock %q: the daemon went away before it confirmed the %s", l.name, what)}
 		}
 	}
 }

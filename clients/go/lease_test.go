@@ -413,6 +413,9 @@ func TestOnServerStores(t *testing.T) {
 			t.Run("handoff", func(t *testing.T) { aWaiterIsWokenPromptlyByTheRelease(t, address) })
 			t.Run("cancel", func(t *testing.T) { aCancelledWaitEndsAtOnceAndLeavesNoHolder(t, address) })
 			t.Run("counter", func(t *testing.T) { fencedIncrementsFromEightGoroutinesAreExact(t, address) })
+			t.Run("election", func(t *testing.T) { electionHandsOverOnResign(t, address) })
+			t.Run("idempotent", func(t *testing.T) { idempotentRunsOnce(t, address) })
+			t.Run("once", func(t *testing.T) { onceRunsOnce(t, address) })
 		})
 	}
 }

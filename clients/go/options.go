@@ -24,8 +24,13 @@ func newOptions(names []string, opts []LockOption) *lockOptions {
 	return o
 }
 
-func (o *lockOptions) ttl() time.Duration {
-	return time.Duration(o.acquire.TtlMs) * time.Millisecond
+// renewInterval is how often the lease renews itself: every third of its
+// TTL, or never (0) when taken WithoutRenewal.
+func (o *lockOptions) renewInterval() time.Duration {
+	if !o.renew {
+		return 0
+	}
+	return time.Duration(o.acquire.TtlMs) * time.Millisecond / 3
 }
 
 // WithTTL sets the lease's time to live (30 s by default).
@@ -54,9 +59,16 @@ func WithLabel(label string) LockOption {
 }
 
 // Shared takes a reader's share of a read-write lock: readers hold
-// together, a writer (an exclusive lock of the same name) alone.
+// together, a writer (Writer, or RWLock.Lock) alone.
 func Shared() LockOption {
 	return func(o *lockOptions) { o.acquire.Kind = lockwardpb.Kind_KIND_SHARED }
+}
+
+// Writer takes the writer's side of a read-write lock: it waits for the
+// readers to leave, and holds alone. (A plain lock of the same name does
+// not exclude the readers.)
+func Writer() LockOption {
+	return func(o *lockOptions) { o.acquire.Kind = lockwardpb.Kind_KIND_WRITER }
 }
 
 // Permits takes take of the permits of the semaphore of that name.

@@ -31,10 +31,14 @@ type Kind int32
 const (
 	// An exclusive lock (the default).
 	Kind_KIND_EXCLUSIVE Kind = 0
-	// A reader's share of a read-write lock.
+	// A reader's share of a read-write lock: readers hold together.
 	Kind_KIND_SHARED Kind = 1
 	// Some of a semaphore's permits.
 	Kind_KIND_PERMITS Kind = 2
+	// The writer's side of a read-write lock: it waits for the readers to
+	// leave, and holds alone. (An exclusive lock of the same name does not
+	// exclude a read-write lock's readers.)
+	Kind_KIND_WRITER Kind = 3
 )
 
 // Enum value maps for Kind.
@@ -43,11 +47,13 @@ var (
 		0: "KIND_EXCLUSIVE",
 		1: "KIND_SHARED",
 		2: "KIND_PERMITS",
+		3: "KIND_WRITER",
 	}
 	Kind_value = map[string]int32{
 		"KIND_EXCLUSIVE": 0,
 		"KIND_SHARED":    1,
 		"KIND_PERMITS":   2,
+		"KIND_WRITER":    3,
 	}
 )
 
@@ -76,6 +82,60 @@ func (x Kind) Number() protoreflect.EnumNumber {
 // Deprecated: Use Kind.Descriptor instead.
 func (Kind) EnumDescriptor() ([]byte, []int) {
 	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{0}
+}
+
+// How long a key's result is kept.
+type Keep int32
+
+const (
+	// For keep_ms (one day when 0).
+	Keep_KEEP_FOR Keep = 0
+	// Forever; refused (NotSupported) by stores that cannot keep a record
+	// forever.
+	Keep_KEEP_FOREVER Keep = 1
+	// Forever where the store can, else ten years: for run-once jobs.
+	Keep_KEEP_LONGEST Keep = 2
+)
+
+// Enum value maps for Keep.
+var (
+	Keep_name = map[int32]string{
+		0: "KEEP_FOR",
+		1: "KEEP_FOREVER",
+		2: "KEEP_LONGEST",
+	}
+	Keep_value = map[string]int32{
+		"KEEP_FOR":     0,
+		"KEEP_FOREVER": 1,
+		"KEEP_LONGEST": 2,
+	}
+)
+
+func (x Keep) Enum() *Keep {
+	p := new(Keep)
+	*p = x
+	return p
+}
+
+func (x Keep) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Keep) Descriptor() protoreflect.EnumDescriptor {
+	return file_lockward_v1_lockward_proto_enumTypes[1].Descriptor()
+}
+
+func (Keep) Type() protoreflect.EnumType {
+	return &file_lockward_v1_lockward_proto_enumTypes[1]
+}
+
+func (x Keep) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Keep.Descriptor instead.
+func (Keep) EnumDescriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{1}
 }
 
 type LostReason int32
@@ -121,11 +181,11 @@ func (x LostReason) String() string {
 }
 
 func (LostReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_lockward_v1_lockward_proto_enumTypes[1].Descriptor()
+	return file_lockward_v1_lockward_proto_enumTypes[2].Descriptor()
 }
 
 func (LostReason) Type() protoreflect.EnumType {
-	return &file_lockward_v1_lockward_proto_enumTypes[1]
+	return &file_lockward_v1_lockward_proto_enumTypes[2]
 }
 
 func (x LostReason) Number() protoreflect.EnumNumber {
@@ -134,7 +194,7 @@ func (x LostReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use LostReason.Descriptor instead.
 func (LostReason) EnumDescriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{1}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{2}
 }
 
 // What a row's holder holds.
@@ -171,11 +231,11 @@ func (x Holding) String() string {
 }
 
 func (Holding) Descriptor() protoreflect.EnumDescriptor {
-	return file_lockward_v1_lockward_proto_enumTypes[2].Descriptor()
+	return file_lockward_v1_lockward_proto_enumTypes[3].Descriptor()
 }
 
 func (Holding) Type() protoreflect.EnumType {
-	return &file_lockward_v1_lockward_proto_enumTypes[2]
+	return &file_lockward_v1_lockward_proto_enumTypes[3]
 }
 
 func (x Holding) Number() protoreflect.EnumNumber {
@@ -184,7 +244,56 @@ func (x Holding) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Holding.Descriptor instead.
 func (Holding) EnumDescriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{2}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{3}
+}
+
+type Algorithm int32
+
+const (
+	// At most limit requests in each period, counted in windows aligned to
+	// the Unix epoch.
+	Algorithm_ALGORITHM_FIXED_WINDOW Algorithm = 0
+	// limit requests per period, evenly spaced, with bursts of up to burst.
+	Algorithm_ALGORITHM_GCRA Algorithm = 1
+)
+
+// Enum value maps for Algorithm.
+var (
+	Algorithm_name = map[int32]string{
+		0: "ALGORITHM_FIXED_WINDOW",
+		1: "ALGORITHM_GCRA",
+	}
+	Algorithm_value = map[string]int32{
+		"ALGORITHM_FIXED_WINDOW": 0,
+		"ALGORITHM_GCRA":         1,
+	}
+)
+
+func (x Algorithm) Enum() *Algorithm {
+	p := new(Algorithm)
+	*p = x
+	return p
+}
+
+func (x Algorithm) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Algorithm) Descriptor() protoreflect.EnumDescriptor {
+	return file_lockward_v1_lockward_proto_enumTypes[4].Descriptor()
+}
+
+func (Algorithm) Type() protoreflect.EnumType {
+	return &file_lockward_v1_lockward_proto_enumTypes[4]
+}
+
+func (x Algorithm) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Algorithm.Descriptor instead.
+func (Algorithm) EnumDescriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{4}
 }
 
 type Acquire struct {
@@ -386,6 +495,250 @@ func (*Release) Descriptor() ([]byte, []int) {
 	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{2}
 }
 
+// Elections.Campaign's first message.
+type Campaign struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Election string                 `protobuf:"bytes,1,opt,name=election,proto3" json:"election,omitempty"`
+	// This candidate's name, shown to observers as the leader.
+	Identity string `protobuf:"bytes,2,opt,name=identity,proto3" json:"identity,omitempty"`
+	// How long the store keeps a leader's lease without renewal; 0 means 15 s.
+	LeaseMs uint64 `protobuf:"varint,3,opt,name=lease_ms,json=leaseMs,proto3" json:"lease_ms,omitempty"`
+	// How long a leader keeps leading while renewals fail; 0 means 10 s.
+	RenewDeadlineMs uint64 `protobuf:"varint,4,opt,name=renew_deadline_ms,json=renewDeadlineMs,proto3" json:"renew_deadline_ms,omitempty"`
+	// How often the leader renews; 0 means 2 s.
+	RetryMs uint64 `protobuf:"varint,5,opt,name=retry_ms,json=retryMs,proto3" json:"retry_ms,omitempty"`
+	// How long to wait for the leadership: absent waits while the stream
+	// lives; 0 leads only if nobody leads now (Busy otherwise).
+	WaitMs        *uint64 `protobuf:"varint,6,opt,name=wait_ms,json=waitMs,proto3,oneof" json:"wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Campaign) Reset() {
+	*x = Campaign{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Campaign) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Campaign) ProtoMessage() {}
+
+func (x *Campaign) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Campaign.ProtoReflect.Descriptor instead.
+func (*Campaign) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Campaign) GetElection() string {
+	if x != nil {
+		return x.Election
+	}
+	return ""
+}
+
+func (x *Campaign) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *Campaign) GetLeaseMs() uint64 {
+	if x != nil {
+		return x.LeaseMs
+	}
+	return 0
+}
+
+func (x *Campaign) GetRenewDeadlineMs() uint64 {
+	if x != nil {
+		return x.RenewDeadlineMs
+	}
+	return 0
+}
+
+func (x *Campaign) GetRetryMs() uint64 {
+	if x != nil {
+		return x.RetryMs
+	}
+	return 0
+}
+
+func (x *Campaign) GetWaitMs() uint64 {
+	if x != nil && x.WaitMs != nil {
+		return *x.WaitMs
+	}
+	return 0
+}
+
+// Keys.Claim's first message.
+type Claim struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The set of keys it belongs to: "idem" when empty; `lockward once`
+	// uses "once".
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Keep      Keep   `protobuf:"varint,3,opt,name=keep,proto3,enum=lockward.v1.Keep" json:"keep,omitempty"`
+	KeepMs    uint64 `protobuf:"varint,4,opt,name=keep_ms,json=keepMs,proto3" json:"keep_ms,omitempty"`
+	// Wait while another client runs the key's operation, then get its
+	// result (or run it, if that run failed); without it, InProgress.
+	Wait bool `protobuf:"varint,5,opt,name=wait,proto3" json:"wait,omitempty"`
+	// With wait: how long; absent (or 0) waits while the stream lives.
+	WaitMs *uint64 `protobuf:"varint,6,opt,name=wait_ms,json=waitMs,proto3,oneof" json:"wait_ms,omitempty"`
+	// The claim's TTL; 0 means 30 s.
+	TtlMs uint64 `protobuf:"varint,7,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// The holder's label, shown by `lockward status`.
+	Label         string `protobuf:"bytes,8,opt,name=label,proto3" json:"label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Claim) Reset() {
+	*x = Claim{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Claim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Claim) ProtoMessage() {}
+
+func (x *Claim) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Claim.ProtoReflect.Descriptor instead.
+func (*Claim) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Claim) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Claim) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Claim) GetKeep() Keep {
+	if x != nil {
+		return x.Keep
+	}
+	return Keep_KEEP_FOR
+}
+
+func (x *Claim) GetKeepMs() uint64 {
+	if x != nil {
+		return x.KeepMs
+	}
+	return 0
+}
+
+func (x *Claim) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
+func (x *Claim) GetWaitMs() uint64 {
+	if x != nil && x.WaitMs != nil {
+		return *x.WaitMs
+	}
+	return 0
+}
+
+func (x *Claim) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *Claim) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+// Ends a claim: stores the operation's result, then releases the key.
+type Complete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        string                 `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Complete) Reset() {
+	*x = Complete{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Complete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Complete) ProtoMessage() {}
+
+func (x *Complete) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Complete.ProtoReflect.Descriptor instead.
+func (*Complete) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Complete) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
 type LeaseRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Request:
@@ -393,6 +746,9 @@ type LeaseRequest struct {
 	//	*LeaseRequest_Acquire
 	//	*LeaseRequest_Renew
 	//	*LeaseRequest_Release
+	//	*LeaseRequest_Campaign
+	//	*LeaseRequest_Claim
+	//	*LeaseRequest_Complete
 	Request       isLeaseRequest_Request `protobuf_oneof:"request"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -400,7 +756,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[3]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -412,7 +768,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[3]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -425,7 +781,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{3}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LeaseRequest) GetRequest() isLeaseRequest_Request {
@@ -462,6 +818,33 @@ func (x *LeaseRequest) GetRelease() *Release {
 	return nil
 }
 
+func (x *LeaseRequest) GetCampaign() *Campaign {
+	if x != nil {
+		if x, ok := x.Request.(*LeaseRequest_Campaign); ok {
+			return x.Campaign
+		}
+	}
+	return nil
+}
+
+func (x *LeaseRequest) GetClaim() *Claim {
+	if x != nil {
+		if x, ok := x.Request.(*LeaseRequest_Claim); ok {
+			return x.Claim
+		}
+	}
+	return nil
+}
+
+func (x *LeaseRequest) GetComplete() *Complete {
+	if x != nil {
+		if x, ok := x.Request.(*LeaseRequest_Complete); ok {
+			return x.Complete
+		}
+	}
+	return nil
+}
+
 type isLeaseRequest_Request interface {
 	isLeaseRequest_Request()
 }
@@ -478,11 +861,29 @@ type LeaseRequest_Release struct {
 	Release *Release `protobuf:"bytes,3,opt,name=release,proto3,oneof"`
 }
 
+type LeaseRequest_Campaign struct {
+	Campaign *Campaign `protobuf:"bytes,4,opt,name=campaign,proto3,oneof"`
+}
+
+type LeaseRequest_Claim struct {
+	Claim *Claim `protobuf:"bytes,5,opt,name=claim,proto3,oneof"`
+}
+
+type LeaseRequest_Complete struct {
+	Complete *Complete `protobuf:"bytes,6,opt,name=complete,proto3,oneof"`
+}
+
 func (*LeaseRequest_Acquire) isLeaseRequest_Request() {}
 
 func (*LeaseRequest_Renew) isLeaseRequest_Request() {}
 
 func (*LeaseRequest_Release) isLeaseRequest_Request() {}
+
+func (*LeaseRequest_Campaign) isLeaseRequest_Request() {}
+
+func (*LeaseRequest_Claim) isLeaseRequest_Request() {}
+
+func (*LeaseRequest_Complete) isLeaseRequest_Request() {}
 
 type Granted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -502,7 +903,7 @@ type Granted struct {
 
 func (x *Granted) Reset() {
 	*x = Granted{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[4]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +915,7 @@ func (x *Granted) String() string {
 func (*Granted) ProtoMessage() {}
 
 func (x *Granted) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[4]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +928,7 @@ func (x *Granted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Granted.ProtoReflect.Descriptor instead.
 func (*Granted) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{4}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Granted) GetFence() uint64 {
@@ -571,7 +972,7 @@ type Renewed struct {
 
 func (x *Renewed) Reset() {
 	*x = Renewed{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[5]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +984,7 @@ func (x *Renewed) String() string {
 func (*Renewed) ProtoMessage() {}
 
 func (x *Renewed) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[5]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +997,7 @@ func (x *Renewed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Renewed.ProtoReflect.Descriptor instead.
 func (*Renewed) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{5}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Renewed) GetRemainingMs() uint64 {
@@ -621,7 +1022,7 @@ type Released struct {
 
 func (x *Released) Reset() {
 	*x = Released{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[6]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +1034,7 @@ func (x *Released) String() string {
 func (*Released) ProtoMessage() {}
 
 func (x *Released) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[6]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +1047,7 @@ func (x *Released) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Released.ProtoReflect.Descriptor instead.
 func (*Released) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{6}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{9}
 }
 
 // A renewal the store did not confirm (it did not answer in time): the
@@ -664,7 +1065,7 @@ type RenewFailed struct {
 
 func (x *RenewFailed) Reset() {
 	*x = RenewFailed{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[7]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +1077,7 @@ func (x *RenewFailed) String() string {
 func (*RenewFailed) ProtoMessage() {}
 
 func (x *RenewFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[7]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +1090,7 @@ func (x *RenewFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewFailed.ProtoReflect.Descriptor instead.
 func (*RenewFailed) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{7}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RenewFailed) GetKind() string {
@@ -723,7 +1124,7 @@ type Lost struct {
 
 func (x *Lost) Reset() {
 	*x = Lost{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[8]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +1136,7 @@ func (x *Lost) String() string {
 func (*Lost) ProtoMessage() {}
 
 func (x *Lost) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[8]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +1149,7 @@ func (x *Lost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Lost.ProtoReflect.Descriptor instead.
 func (*Lost) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{8}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Lost) GetReason() LostReason {
@@ -765,6 +1166,125 @@ func (x *Lost) GetMessage() string {
 	return ""
 }
 
+// A key's operation ran before; this is its result.
+type Stored struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        string                 `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Stored) Reset() {
+	*x = Stored{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Stored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Stored) ProtoMessage() {}
+
+func (x *Stored) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Stored.ProtoReflect.Descriptor instead.
+func (*Stored) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Stored) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+// Another client runs the key's operation right now.
+type InProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InProgress) Reset() {
+	*x = InProgress{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InProgress) ProtoMessage() {}
+
+func (x *InProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InProgress.ProtoReflect.Descriptor instead.
+func (*InProgress) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{13}
+}
+
+// The result is stored and the key released.
+type Completed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Completed) Reset() {
+	*x = Completed{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Completed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Completed) ProtoMessage() {}
+
+func (x *Completed) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Completed.ProtoReflect.Descriptor instead.
+func (*Completed) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{14}
+}
+
 type LeaseEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Event:
@@ -774,6 +1294,9 @@ type LeaseEvent struct {
 	//	*LeaseEvent_Released
 	//	*LeaseEvent_Lost
 	//	*LeaseEvent_RenewFailed
+	//	*LeaseEvent_Stored
+	//	*LeaseEvent_InProgress
+	//	*LeaseEvent_Completed
 	Event         isLeaseEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -781,7 +1304,7 @@ type LeaseEvent struct {
 
 func (x *LeaseEvent) Reset() {
 	*x = LeaseEvent{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[9]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +1316,7 @@ func (x *LeaseEvent) String() string {
 func (*LeaseEvent) ProtoMessage() {}
 
 func (x *LeaseEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[9]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +1329,7 @@ func (x *LeaseEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseEvent.ProtoReflect.Descriptor instead.
 func (*LeaseEvent) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{9}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LeaseEvent) GetEvent() isLeaseEvent_Event {
@@ -861,6 +1384,33 @@ func (x *LeaseEvent) GetRenewFailed() *RenewFailed {
 	return nil
 }
 
+func (x *LeaseEvent) GetStored() *Stored {
+	if x != nil {
+		if x, ok := x.Event.(*LeaseEvent_Stored); ok {
+			return x.Stored
+		}
+	}
+	return nil
+}
+
+func (x *LeaseEvent) GetInProgress() *InProgress {
+	if x != nil {
+		if x, ok := x.Event.(*LeaseEvent_InProgress); ok {
+			return x.InProgress
+		}
+	}
+	return nil
+}
+
+func (x *LeaseEvent) GetCompleted() *Completed {
+	if x != nil {
+		if x, ok := x.Event.(*LeaseEvent_Completed); ok {
+			return x.Completed
+		}
+	}
+	return nil
+}
+
 type isLeaseEvent_Event interface {
 	isLeaseEvent_Event()
 }
@@ -885,6 +1435,18 @@ type LeaseEvent_RenewFailed struct {
 	RenewFailed *RenewFailed `protobuf:"bytes,5,opt,name=renew_failed,json=renewFailed,proto3,oneof"`
 }
 
+type LeaseEvent_Stored struct {
+	Stored *Stored `protobuf:"bytes,6,opt,name=stored,proto3,oneof"`
+}
+
+type LeaseEvent_InProgress struct {
+	InProgress *InProgress `protobuf:"bytes,7,opt,name=in_progress,json=inProgress,proto3,oneof"`
+}
+
+type LeaseEvent_Completed struct {
+	Completed *Completed `protobuf:"bytes,8,opt,name=completed,proto3,oneof"`
+}
+
 func (*LeaseEvent_Granted) isLeaseEvent_Event() {}
 
 func (*LeaseEvent_Renewed) isLeaseEvent_Event() {}
@@ -894,6 +1456,12 @@ func (*LeaseEvent_Released) isLeaseEvent_Event() {}
 func (*LeaseEvent_Lost) isLeaseEvent_Event() {}
 
 func (*LeaseEvent_RenewFailed) isLeaseEvent_Event() {}
+
+func (*LeaseEvent_Stored) isLeaseEvent_Event() {}
+
+func (*LeaseEvent_InProgress) isLeaseEvent_Event() {}
+
+func (*LeaseEvent_Completed) isLeaseEvent_Event() {}
 
 type LockRow struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -913,7 +1481,7 @@ type LockRow struct {
 
 func (x *LockRow) Reset() {
 	*x = LockRow{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[10]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1493,7 @@ func (x *LockRow) String() string {
 func (*LockRow) ProtoMessage() {}
 
 func (x *LockRow) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[10]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1506,7 @@ func (x *LockRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LockRow.ProtoReflect.Descriptor instead.
 func (*LockRow) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{10}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LockRow) GetName() string {
@@ -1006,7 +1574,7 @@ type InspectRequest struct {
 
 func (x *InspectRequest) Reset() {
 	*x = InspectRequest{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[11]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1586,7 @@ func (x *InspectRequest) String() string {
 func (*InspectRequest) ProtoMessage() {}
 
 func (x *InspectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[11]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1599,7 @@ func (x *InspectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectRequest.ProtoReflect.Descriptor instead.
 func (*InspectRequest) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{11}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *InspectRequest) GetName() string {
@@ -1050,7 +1618,7 @@ type InspectResponse struct {
 
 func (x *InspectResponse) Reset() {
 	*x = InspectResponse{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[12]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1630,7 @@ func (x *InspectResponse) String() string {
 func (*InspectResponse) ProtoMessage() {}
 
 func (x *InspectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[12]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1643,7 @@ func (x *InspectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectResponse.ProtoReflect.Descriptor instead.
 func (*InspectResponse) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{12}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InspectResponse) GetRow() *LockRow {
@@ -1094,7 +1662,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[13]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1106,7 +1674,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[13]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1119,7 +1687,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{13}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListRequest) GetPrefix() string {
@@ -1138,7 +1706,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[14]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1718,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[14]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1731,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{14}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListResponse) GetRows() []*LockRow {
@@ -1183,7 +1751,7 @@ type ForceUnlockRequest struct {
 
 func (x *ForceUnlockRequest) Reset() {
 	*x = ForceUnlockRequest{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[15]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1195,7 +1763,7 @@ func (x *ForceUnlockRequest) String() string {
 func (*ForceUnlockRequest) ProtoMessage() {}
 
 func (x *ForceUnlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[15]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1208,7 +1776,7 @@ func (x *ForceUnlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForceUnlockRequest.ProtoReflect.Descriptor instead.
 func (*ForceUnlockRequest) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{15}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ForceUnlockRequest) GetName() string {
@@ -1235,7 +1803,7 @@ type ForceUnlockResponse struct {
 
 func (x *ForceUnlockResponse) Reset() {
 	*x = ForceUnlockResponse{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[16]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1247,7 +1815,7 @@ func (x *ForceUnlockResponse) String() string {
 func (*ForceUnlockResponse) ProtoMessage() {}
 
 func (x *ForceUnlockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[16]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1260,12 +1828,348 @@ func (x *ForceUnlockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForceUnlockResponse.ProtoReflect.Descriptor instead.
 func (*ForceUnlockResponse) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{16}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ForceUnlockResponse) GetHeldBackMs() uint64 {
 	if x != nil && x.HeldBackMs != nil {
 		return *x.HeldBackMs
+	}
+	return 0
+}
+
+type LeaderRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Election      string                 `protobuf:"bytes,1,opt,name=election,proto3" json:"election,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaderRequest) Reset() {
+	*x = LeaderRequest{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaderRequest) ProtoMessage() {}
+
+func (x *LeaderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaderRequest.ProtoReflect.Descriptor instead.
+func (*LeaderRequest) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *LeaderRequest) GetElection() string {
+	if x != nil {
+		return x.Election
+	}
+	return ""
+}
+
+type LeaderResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absent: nobody leads.
+	Identity      *string `protobuf:"bytes,1,opt,name=identity,proto3,oneof" json:"identity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaderResponse) Reset() {
+	*x = LeaderResponse{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaderResponse) ProtoMessage() {}
+
+func (x *LeaderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaderResponse.ProtoReflect.Descriptor instead.
+func (*LeaderResponse) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *LeaderResponse) GetIdentity() string {
+	if x != nil && x.Identity != nil {
+		return *x.Identity
+	}
+	return ""
+}
+
+type ResultRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// As in Claim.
+	Namespace     string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultRequest) Reset() {
+	*x = ResultRequest{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultRequest) ProtoMessage() {}
+
+func (x *ResultRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultRequest.ProtoReflect.Descriptor instead.
+func (*ResultRequest) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ResultRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ResultRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+type ResultResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absent: the operation has not run (or its result expired).
+	Result        *string `protobuf:"bytes,1,opt,name=result,proto3,oneof" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultResponse) Reset() {
+	*x = ResultResponse{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultResponse) ProtoMessage() {}
+
+func (x *ResultResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultResponse.ProtoReflect.Descriptor instead.
+func (*ResultResponse) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ResultResponse) GetResult() string {
+	if x != nil && x.Result != nil {
+		return *x.Result
+	}
+	return ""
+}
+
+type CheckRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The limit's name; every instance checking it shares its budget.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Whose request this is (a user, an API key): each has its own budget.
+	Subject   string    `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	Algorithm Algorithm `protobuf:"varint,3,opt,name=algorithm,proto3,enum=lockward.v1.Algorithm" json:"algorithm,omitempty"`
+	Limit     uint64    `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	PeriodMs  uint64    `protobuf:"varint,5,opt,name=period_ms,json=periodMs,proto3" json:"period_ms,omitempty"`
+	// ALGORITHM_GCRA: the largest burst (0 means 1).
+	Burst         uint64 `protobuf:"varint,6,opt,name=burst,proto3" json:"burst,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRequest) Reset() {
+	*x = CheckRequest{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRequest) ProtoMessage() {}
+
+func (x *CheckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRequest.ProtoReflect.Descriptor instead.
+func (*CheckRequest) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CheckRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CheckRequest) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *CheckRequest) GetAlgorithm() Algorithm {
+	if x != nil {
+		return x.Algorithm
+	}
+	return Algorithm_ALGORITHM_FIXED_WINDOW
+}
+
+func (x *CheckRequest) GetLimit() uint64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *CheckRequest) GetPeriodMs() uint64 {
+	if x != nil {
+		return x.PeriodMs
+	}
+	return 0
+}
+
+func (x *CheckRequest) GetBurst() uint64 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+type CheckResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Allowed bool                   `protobuf:"varint,1,opt,name=allowed,proto3" json:"allowed,omitempty"`
+	// When allowed: how many more fit now.
+	Remaining uint64 `protobuf:"varint,2,opt,name=remaining,proto3" json:"remaining,omitempty"`
+	// When refused: how long until a request fits.
+	RetryAfterMs  uint64 `protobuf:"varint,3,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckResponse) Reset() {
+	*x = CheckResponse{}
+	mi := &file_lockward_v1_lockward_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckResponse) ProtoMessage() {}
+
+func (x *CheckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lockward_v1_lockward_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckResponse.ProtoReflect.Descriptor instead.
+func (*CheckResponse) Descriptor() ([]byte, []int) {
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CheckResponse) GetAllowed() bool {
+	if x != nil {
+		return x.Allowed
+	}
+	return false
+}
+
+func (x *CheckResponse) GetRemaining() uint64 {
+	if x != nil {
+		return x.Remaining
+	}
+	return 0
+}
+
+func (x *CheckResponse) GetRetryAfterMs() uint64 {
+	if x != nil {
+		return x.RetryAfterMs
 	}
 	return 0
 }
@@ -1282,7 +2186,7 @@ type ErrorInfo struct {
 
 func (x *ErrorInfo) Reset() {
 	*x = ErrorInfo{}
-	mi := &file_lockward_v1_lockward_proto_msgTypes[17]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +2198,7 @@ func (x *ErrorInfo) String() string {
 func (*ErrorInfo) ProtoMessage() {}
 
 func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_lockward_v1_lockward_proto_msgTypes[17]
+	mi := &file_lockward_v1_lockward_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +2211,7 @@ func (x *ErrorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorInfo.ProtoReflect.Descriptor instead.
 func (*ErrorInfo) Descriptor() ([]byte, []int) {
-	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{17}
+	return file_lockward_v1_lockward_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ErrorInfo) GetKind() string {
@@ -1336,11 +2240,36 @@ const file_lockward_v1_lockward_proto_rawDesc = "" +
 	"\x05Renew\x12\x15\n" +
 	"\x06ttl_ms\x18\x01 \x01(\x04R\x05ttlMs\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\x04R\x02id\"\t\n" +
-	"\aRelease\"\xa9\x01\n" +
+	"\aRelease\"\xce\x01\n" +
+	"\bCampaign\x12\x1a\n" +
+	"\belection\x18\x01 \x01(\tR\belection\x12\x1a\n" +
+	"\bidentity\x18\x02 \x01(\tR\bidentity\x12\x19\n" +
+	"\blease_ms\x18\x03 \x01(\x04R\aleaseMs\x12*\n" +
+	"\x11renew_deadline_ms\x18\x04 \x01(\x04R\x0frenewDeadlineMs\x12\x19\n" +
+	"\bretry_ms\x18\x05 \x01(\x04R\aretryMs\x12\x1c\n" +
+	"\await_ms\x18\x06 \x01(\x04H\x00R\x06waitMs\x88\x01\x01B\n" +
+	"\n" +
+	"\b_wait_ms\"\xe2\x01\n" +
+	"\x05Claim\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
+	"\x04keep\x18\x03 \x01(\x0e2\x11.lockward.v1.KeepR\x04keep\x12\x17\n" +
+	"\akeep_ms\x18\x04 \x01(\x04R\x06keepMs\x12\x12\n" +
+	"\x04wait\x18\x05 \x01(\bR\x04wait\x12\x1c\n" +
+	"\await_ms\x18\x06 \x01(\x04H\x00R\x06waitMs\x88\x01\x01\x12\x15\n" +
+	"\x06ttl_ms\x18\a \x01(\x04R\x05ttlMs\x12\x14\n" +
+	"\x05label\x18\b \x01(\tR\x05labelB\n" +
+	"\n" +
+	"\b_wait_ms\"\"\n" +
+	"\bComplete\x12\x16\n" +
+	"\x06result\x18\x01 \x01(\tR\x06result\"\xbf\x02\n" +
 	"\fLeaseRequest\x120\n" +
 	"\aacquire\x18\x01 \x01(\v2\x14.lockward.v1.AcquireH\x00R\aacquire\x12*\n" +
 	"\x05renew\x18\x02 \x01(\v2\x12.lockward.v1.RenewH\x00R\x05renew\x120\n" +
-	"\arelease\x18\x03 \x01(\v2\x14.lockward.v1.ReleaseH\x00R\areleaseB\t\n" +
+	"\arelease\x18\x03 \x01(\v2\x14.lockward.v1.ReleaseH\x00R\arelease\x123\n" +
+	"\bcampaign\x18\x04 \x01(\v2\x15.lockward.v1.CampaignH\x00R\bcampaign\x12*\n" +
+	"\x05claim\x18\x05 \x01(\v2\x12.lockward.v1.ClaimH\x00R\x05claim\x123\n" +
+	"\bcomplete\x18\x06 \x01(\v2\x15.lockward.v1.CompleteH\x00R\bcompleteB\t\n" +
 	"\arequest\"w\n" +
 	"\aGranted\x12\x14\n" +
 	"\x05fence\x18\x01 \x01(\x04R\x05fence\x12\x16\n" +
@@ -1358,14 +2287,23 @@ const file_lockward_v1_lockward_proto_rawDesc = "" +
 	"\x02id\x18\x03 \x01(\x04R\x02id\"Q\n" +
 	"\x04Lost\x12/\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x17.lockward.v1.LostReasonR\x06reason\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x96\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\" \n" +
+	"\x06Stored\x12\x16\n" +
+	"\x06result\x18\x01 \x01(\tR\x06result\"\f\n" +
+	"\n" +
+	"InProgress\"\v\n" +
+	"\tCompleted\"\xb9\x03\n" +
 	"\n" +
 	"LeaseEvent\x120\n" +
 	"\agranted\x18\x01 \x01(\v2\x14.lockward.v1.GrantedH\x00R\agranted\x120\n" +
 	"\arenewed\x18\x02 \x01(\v2\x14.lockward.v1.RenewedH\x00R\arenewed\x123\n" +
 	"\breleased\x18\x03 \x01(\v2\x15.lockward.v1.ReleasedH\x00R\breleased\x12'\n" +
 	"\x04lost\x18\x04 \x01(\v2\x11.lockward.v1.LostH\x00R\x04lost\x12=\n" +
-	"\frenew_failed\x18\x05 \x01(\v2\x18.lockward.v1.RenewFailedH\x00R\vrenewFailedB\a\n" +
+	"\frenew_failed\x18\x05 \x01(\v2\x18.lockward.v1.RenewFailedH\x00R\vrenewFailed\x12-\n" +
+	"\x06stored\x18\x06 \x01(\v2\x13.lockward.v1.StoredH\x00R\x06stored\x12:\n" +
+	"\vin_progress\x18\a \x01(\v2\x17.lockward.v1.InProgressH\x00R\n" +
+	"inProgress\x126\n" +
+	"\tcompleted\x18\b \x01(\v2\x16.lockward.v1.CompletedH\x00R\tcompletedB\a\n" +
 	"\x05event\"\xa3\x02\n" +
 	"\aLockRow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
@@ -1396,13 +2334,40 @@ const file_lockward_v1_lockward_proto_rawDesc = "" +
 	"\x13ForceUnlockResponse\x12%\n" +
 	"\fheld_back_ms\x18\x01 \x01(\x04H\x00R\n" +
 	"heldBackMs\x88\x01\x01B\x0f\n" +
-	"\r_held_back_ms\"\x1f\n" +
+	"\r_held_back_ms\"+\n" +
+	"\rLeaderRequest\x12\x1a\n" +
+	"\belection\x18\x01 \x01(\tR\belection\">\n" +
+	"\x0eLeaderResponse\x12\x1f\n" +
+	"\bidentity\x18\x01 \x01(\tH\x00R\bidentity\x88\x01\x01B\v\n" +
+	"\t_identity\"?\n" +
+	"\rResultRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\"8\n" +
+	"\x0eResultResponse\x12\x1b\n" +
+	"\x06result\x18\x01 \x01(\tH\x00R\x06result\x88\x01\x01B\t\n" +
+	"\a_result\"\xbb\x01\n" +
+	"\fCheckRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x124\n" +
+	"\talgorithm\x18\x03 \x01(\x0e2\x16.lockward.v1.AlgorithmR\talgorithm\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x04R\x05limit\x12\x1b\n" +
+	"\tperiod_ms\x18\x05 \x01(\x04R\bperiodMs\x12\x14\n" +
+	"\x05burst\x18\x06 \x01(\x04R\x05burst\"m\n" +
+	"\rCheckResponse\x12\x18\n" +
+	"\aallowed\x18\x01 \x01(\bR\aallowed\x12\x1c\n" +
+	"\tremaining\x18\x02 \x01(\x04R\tremaining\x12$\n" +
+	"\x0eretry_after_ms\x18\x03 \x01(\x04R\fretryAfterMs\"\x1f\n" +
 	"\tErrorInfo\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind*=\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind*N\n" +
 	"\x04Kind\x12\x12\n" +
 	"\x0eKIND_EXCLUSIVE\x10\x00\x12\x0f\n" +
 	"\vKIND_SHARED\x10\x01\x12\x10\n" +
-	"\fKIND_PERMITS\x10\x02*\x9c\x01\n" +
+	"\fKIND_PERMITS\x10\x02\x12\x0f\n" +
+	"\vKIND_WRITER\x10\x03*8\n" +
+	"\x04Keep\x12\f\n" +
+	"\bKEEP_FOR\x10\x00\x12\x10\n" +
+	"\fKEEP_FOREVER\x10\x01\x12\x10\n" +
+	"\fKEEP_LONGEST\x10\x02*\x9c\x01\n" +
 	"\n" +
 	"LostReason\x12\x1b\n" +
 	"\x17LOST_REASON_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1413,12 +2378,24 @@ const file_lockward_v1_lockward_proto_rawDesc = "" +
 	"\aHolding\x12\x10\n" +
 	"\fHOLDING_LOCK\x10\x00\x12\x12\n" +
 	"\x0eHOLDING_READER\x10\x01\x12\x13\n" +
-	"\x0fHOLDING_PERMITS\x10\x022\x9d\x02\n" +
+	"\x0fHOLDING_PERMITS\x10\x02*;\n" +
+	"\tAlgorithm\x12\x1a\n" +
+	"\x16ALGORITHM_FIXED_WINDOW\x10\x00\x12\x12\n" +
+	"\x0eALGORITHM_GCRA\x10\x012\x9d\x02\n" +
 	"\x05Locks\x12?\n" +
 	"\x05Lease\x12\x19.lockward.v1.LeaseRequest\x1a\x17.lockward.v1.LeaseEvent(\x010\x01\x12D\n" +
 	"\aInspect\x12\x1b.lockward.v1.InspectRequest\x1a\x1c.lockward.v1.InspectResponse\x12;\n" +
 	"\x04List\x12\x18.lockward.v1.ListRequest\x1a\x19.lockward.v1.ListResponse\x12P\n" +
-	"\vForceUnlock\x12\x1f.lockward.v1.ForceUnlockRequest\x1a .lockward.v1.ForceUnlockResponseB\x1cZ\x1alockward.dev/go/lockwardpbb\x06proto3"
+	"\vForceUnlock\x12\x1f.lockward.v1.ForceUnlockRequest\x1a .lockward.v1.ForceUnlockResponse2\xd8\x01\n" +
+	"\tElections\x12B\n" +
+	"\bCampaign\x12\x19.lockward.v1.LeaseRequest\x1a\x17.lockward.v1.LeaseEvent(\x010\x01\x12A\n" +
+	"\x06Leader\x12\x1a.lockward.v1.LeaderRequest\x1a\x1b.lockward.v1.LeaderResponse\x12D\n" +
+	"\aObserve\x12\x1a.lockward.v1.LeaderRequest\x1a\x1b.lockward.v1.LeaderResponse0\x012\x8a\x01\n" +
+	"\x04Keys\x12?\n" +
+	"\x05Claim\x12\x19.lockward.v1.LeaseRequest\x1a\x17.lockward.v1.LeaseEvent(\x010\x01\x12A\n" +
+	"\x06Result\x12\x1a.lockward.v1.ResultRequest\x1a\x1b.lockward.v1.ResultResponse2H\n" +
+	"\x06Limits\x12>\n" +
+	"\x05Check\x12\x19.lockward.v1.CheckRequest\x1a\x1a.lockward.v1.CheckResponseB\x1cZ\x1alockward.dev/go/lockwardpbb\x06proto3"
 
 var (
 	file_lockward_v1_lockward_proto_rawDescOnce sync.Once
@@ -1432,59 +2409,93 @@ func file_lockward_v1_lockward_proto_rawDescGZIP() []byte {
 	return file_lockward_v1_lockward_proto_rawDescData
 }
 
-var file_lockward_v1_lockward_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_lockward_v1_lockward_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_lockward_v1_lockward_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_lockward_v1_lockward_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_lockward_v1_lockward_proto_goTypes = []any{
 	(Kind)(0),                   // 0: lockward.v1.Kind
-	(LostReason)(0),             // 1: lockward.v1.LostReason
-	(Holding)(0),                // 2: lockward.v1.Holding
-	(*Acquire)(nil),             // 3: lockward.v1.Acquire
-	(*Renew)(nil),               // 4: lockward.v1.Renew
-	(*Release)(nil),             // 5: lockward.v1.Release
-	(*LeaseRequest)(nil),        // 6: lockward.v1.LeaseRequest
-	(*Granted)(nil),             // 7: lockward.v1.Granted
-	(*Renewed)(nil),             // 8: lockward.v1.Renewed
-	(*Released)(nil),            // 9: lockward.v1.Released
-	(*RenewFailed)(nil),         // 10: lockward.v1.RenewFailed
-	(*Lost)(nil),                // 11: lockward.v1.Lost
-	(*LeaseEvent)(nil),          // 12: lockward.v1.LeaseEvent
-	(*LockRow)(nil),             // 13: lockward.v1.LockRow
-	(*InspectRequest)(nil),      // 14: lockward.v1.InspectRequest
-	(*InspectResponse)(nil),     // 15: lockward.v1.InspectResponse
-	(*ListRequest)(nil),         // 16: lockward.v1.ListRequest
-	(*ListResponse)(nil),        // 17: lockward.v1.ListResponse
-	(*ForceUnlockRequest)(nil),  // 18: lockward.v1.ForceUnlockRequest
-	(*ForceUnlockResponse)(nil), // 19: lockward.v1.ForceUnlockResponse
-	(*ErrorInfo)(nil),           // 20: lockward.v1.ErrorInfo
+	(Keep)(0),                   // 1: lockward.v1.Keep
+	(LostReason)(0),             // 2: lockward.v1.LostReason
+	(Holding)(0),                // 3: lockward.v1.Holding
+	(Algorithm)(0),              // 4: lockward.v1.Algorithm
+	(*Acquire)(nil),             // 5: lockward.v1.Acquire
+	(*Renew)(nil),               // 6: lockward.v1.Renew
+	(*Release)(nil),             // 7: lockward.v1.Release
+	(*Campaign)(nil),            // 8: lockward.v1.Campaign
+	(*Claim)(nil),               // 9: lockward.v1.Claim
+	(*Complete)(nil),            // 10: lockward.v1.Complete
+	(*LeaseRequest)(nil),        // 11: lockward.v1.LeaseRequest
+	(*Granted)(nil),             // 12: lockward.v1.Granted
+	(*Renewed)(nil),             // 13: lockward.v1.Renewed
+	(*Released)(nil),            // 14: lockward.v1.Released
+	(*RenewFailed)(nil),         // 15: lockward.v1.RenewFailed
+	(*Lost)(nil),                // 16: lockward.v1.Lost
+	(*Stored)(nil),              // 17: lockward.v1.Stored
+	(*InProgress)(nil),          // 18: lockward.v1.InProgress
+	(*Completed)(nil),           // 19: lockward.v1.Completed
+	(*LeaseEvent)(nil),          // 20: lockward.v1.LeaseEvent
+	(*LockRow)(nil),             // 21: lockward.v1.LockRow
+	(*InspectRequest)(nil),      // 22: lockward.v1.InspectRequest
+	(*InspectResponse)(nil),     // 23: lockward.v1.InspectResponse
+	(*ListRequest)(nil),         // 24: lockward.v1.ListRequest
+	(*ListResponse)(nil),        // 25: lockward.v1.ListResponse
+	(*ForceUnlockRequest)(nil),  // 26: lockward.v1.ForceUnlockRequest
+	(*ForceUnlockResponse)(nil), // 27: lockward.v1.ForceUnlockResponse
+	(*LeaderRequest)(nil),       // 28: lockward.v1.LeaderRequest
+	(*LeaderResponse)(nil),      // 29: lockward.v1.LeaderResponse
+	(*ResultRequest)(nil),       // 30: lockward.v1.ResultRequest
+	(*ResultResponse)(nil),      // 31: lockward.v1.ResultResponse
+	(*CheckRequest)(nil),        // 32: lockward.v1.CheckRequest
+	(*CheckResponse)(nil),       // 33: lockward.v1.CheckResponse
+	(*ErrorInfo)(nil),           // 34: lockward.v1.ErrorInfo
 }
 var file_lockward_v1_lockward_proto_depIdxs = []int32{
 	0,  // 0: lockward.v1.Acquire.kind:type_name -> lockward.v1.Kind
-	3,  // 1: lockward.v1.LeaseRequest.acquire:type_name -> lockward.v1.Acquire
-	4,  // 2: lockward.v1.LeaseRequest.renew:type_name -> lockward.v1.Renew
-	5,  // 3: lockward.v1.LeaseRequest.release:type_name -> lockward.v1.Release
-	1,  // 4: lockward.v1.Lost.reason:type_name -> lockward.v1.LostReason
-	7,  // 5: lockward.v1.LeaseEvent.granted:type_name -> lockward.v1.Granted
-	8,  // 6: lockward.v1.LeaseEvent.renewed:type_name -> lockward.v1.Renewed
-	9,  // 7: lockward.v1.LeaseEvent.released:type_name -> lockward.v1.Released
-	11, // 8: lockward.v1.LeaseEvent.lost:type_name -> lockward.v1.Lost
-	10, // 9: lockward.v1.LeaseEvent.renew_failed:type_name -> lockward.v1.RenewFailed
-	2,  // 10: lockward.v1.LockRow.holding:type_name -> lockward.v1.Holding
-	13, // 11: lockward.v1.InspectResponse.row:type_name -> lockward.v1.LockRow
-	13, // 12: lockward.v1.ListResponse.rows:type_name -> lockward.v1.LockRow
-	13, // 13: lockward.v1.ForceUnlockRequest.holder:type_name -> lockward.v1.LockRow
-	6,  // 14: lockward.v1.Locks.Lease:input_type -> lockward.v1.LeaseRequest
-	14, // 15: lockward.v1.Locks.Inspect:input_type -> lockward.v1.InspectRequest
-	16, // 16: lockward.v1.Locks.List:input_type -> lockward.v1.ListRequest
-	18, // 17: lockward.v1.Locks.ForceUnlock:input_type -> lockward.v1.ForceUnlockRequest
-	12, // 18: lockward.v1.Locks.Lease:output_type -> lockward.v1.LeaseEvent
-	15, // 19: lockward.v1.Locks.Inspect:output_type -> lockward.v1.InspectResponse
-	17, // 20: lockward.v1.Locks.List:output_type -> lockward.v1.ListResponse
-	19, // 21: lockward.v1.Locks.ForceUnlock:output_type -> lockward.v1.ForceUnlockResponse
-	18, // [18:22] is the sub-list for method output_type
-	14, // [14:18] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	1,  // 1: lockward.v1.Claim.keep:type_name -> lockward.v1.Keep
+	5,  // 2: lockward.v1.LeaseRequest.acquire:type_name -> lockward.v1.Acquire
+	6,  // 3: lockward.v1.LeaseRequest.renew:type_name -> lockward.v1.Renew
+	7,  // 4: lockward.v1.LeaseRequest.release:type_name -> lockward.v1.Release
+	8,  // 5: lockward.v1.LeaseRequest.campaign:type_name -> lockward.v1.Campaign
+	9,  // 6: lockward.v1.LeaseRequest.claim:type_name -> lockward.v1.Claim
+	10, // 7: lockward.v1.LeaseRequest.complete:type_name -> lockward.v1.Complete
+	2,  // 8: lockward.v1.Lost.reason:type_name -> lockward.v1.LostReason
+	12, // 9: lockward.v1.LeaseEvent.granted:type_name -> lockward.v1.Granted
+	13, // 10: lockward.v1.LeaseEvent.renewed:type_name -> lockward.v1.Renewed
+	14, // 11: lockward.v1.LeaseEvent.released:type_name -> lockward.v1.Released
+	16, // 12: lockward.v1.LeaseEvent.lost:type_name -> lockward.v1.Lost
+	15, // 13: lockward.v1.LeaseEvent.renew_failed:type_name -> lockward.v1.RenewFailed
+	17, // 14: lockward.v1.LeaseEvent.stored:type_name -> lockward.v1.Stored
+	18, // 15: lockward.v1.LeaseEvent.in_progress:type_name -> lockward.v1.InProgress
+	19, // 16: lockward.v1.LeaseEvent.completed:type_name -> lockward.v1.Completed
+	3,  // 17: lockward.v1.LockRow.holding:type_name -> lockward.v1.Holding
+	21, // 18: lockward.v1.InspectResponse.row:type_name -> lockward.v1.LockRow
+	21, // 19: lockward.v1.ListResponse.rows:type_name -> lockward.v1.LockRow
+	21, // 20: lockward.v1.ForceUnlockRequest.holder:type_name -> lockward.v1.LockRow
+	4,  // 21: lockward.v1.CheckRequest.algorithm:type_name -> lockward.v1.Algorithm
+	11, // 22: lockward.v1.Locks.Lease:input_type -> lockward.v1.LeaseRequest
+	22, // 23: lockward.v1.Locks.Inspect:input_type -> lockward.v1.InspectRequest
+	24, // 24: lockward.v1.Locks.List:input_type -> lockward.v1.ListRequest
+	26, // 25: lockward.v1.Locks.ForceUnlock:input_type -> lockward.v1.ForceUnlockRequest
+	11, // 26: lockward.v1.Elections.Campaign:input_type -> lockward.v1.LeaseRequest
+	28, // 27: lockward.v1.Elections.Leader:input_type -> lockward.v1.LeaderRequest
+	28, // 28: lockward.v1.Elections.Observe:input_type -> lockward.v1.LeaderRequest
+	11, // 29: lockward.v1.Keys.Claim:input_type -> lockward.v1.LeaseRequest
+	30, // 30: lockward.v1.Keys.Result:input_type -> lockward.v1.ResultRequest
+	32, // 31: lockward.v1.Limits.Check:input_type -> lockward.v1.CheckRequest
+	20, // 32: lockward.v1.Locks.Lease:output_type -> lockward.v1.LeaseEvent
+	23, // 33: lockward.v1.Locks.Inspect:output_type -> lockward.v1.InspectResponse
+	25, // 34: lockward.v1.Locks.List:output_type -> lockward.v1.ListResponse
+	27, // 35: lockward.v1.Locks.ForceUnlock:output_type -> lockward.v1.ForceUnlockResponse
+	20, // 36: lockward.v1.Elections.Campaign:output_type -> lockward.v1.LeaseEvent
+	29, // 37: lockward.v1.Elections.Leader:output_type -> lockward.v1.LeaderResponse
+	29, // 38: lockward.v1.Elections.Observe:output_type -> lockward.v1.LeaderResponse
+	20, // 39: lockward.v1.Keys.Claim:output_type -> lockward.v1.LeaseEvent
+	31, // 40: lockward.v1.Keys.Result:output_type -> lockward.v1.ResultResponse
+	33, // 41: lockward.v1.Limits.Check:output_type -> lockward.v1.CheckResponse
+	32, // [32:42] is the sub-list for method output_type
+	22, // [22:32] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_lockward_v1_lockward_proto_init() }
@@ -1493,30 +2504,40 @@ func file_lockward_v1_lockward_proto_init() {
 		return
 	}
 	file_lockward_v1_lockward_proto_msgTypes[0].OneofWrappers = []any{}
-	file_lockward_v1_lockward_proto_msgTypes[3].OneofWrappers = []any{
+	file_lockward_v1_lockward_proto_msgTypes[3].OneofWrappers = []any{}
+	file_lockward_v1_lockward_proto_msgTypes[4].OneofWrappers = []any{}
+	file_lockward_v1_lockward_proto_msgTypes[6].OneofWrappers = []any{
 		(*LeaseRequest_Acquire)(nil),
 		(*LeaseRequest_Renew)(nil),
 		(*LeaseRequest_Release)(nil),
+		(*LeaseRequest_Campaign)(nil),
+		(*LeaseRequest_Claim)(nil),
+		(*LeaseRequest_Complete)(nil),
 	}
-	file_lockward_v1_lockward_proto_msgTypes[9].OneofWrappers = []any{
+	file_lockward_v1_lockward_proto_msgTypes[15].OneofWrappers = []any{
 		(*LeaseEvent_Granted)(nil),
 		(*LeaseEvent_Renewed)(nil),
 		(*LeaseEvent_Released)(nil),
 		(*LeaseEvent_Lost)(nil),
 		(*LeaseEvent_RenewFailed)(nil),
+		(*LeaseEvent_Stored)(nil),
+		(*LeaseEvent_InProgress)(nil),
+		(*LeaseEvent_Completed)(nil),
 	}
-	file_lockward_v1_lockward_proto_msgTypes[10].OneofWrappers = []any{}
-	file_lockward_v1_lockward_proto_msgTypes[12].OneofWrappers = []any{}
 	file_lockward_v1_lockward_proto_msgTypes[16].OneofWrappers = []any{}
+	file_lockward_v1_lockward_proto_msgTypes[18].OneofWrappers = []any{}
+	file_lockward_v1_lockward_proto_msgTypes[22].OneofWrappers = []any{}
+	file_lockward_v1_lockward_proto_msgTypes[24].OneofWrappers = []any{}
+	file_lockward_v1_lockward_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lockward_v1_lockward_proto_rawDesc), len(file_lockward_v1_lockward_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   18,
+			NumEnums:      5,
+			NumMessages:   30,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   4,
 		},
 		GoTypes:           file_lockward_v1_lockward_proto_goTypes,
 		DependencyIndexes: file_lockward_v1_lockward_proto_depIdxs,

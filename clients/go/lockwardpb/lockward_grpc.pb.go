@@ -256,3 +256,460 @@ var Locks_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "lockward/v1/lockward.proto",
 }
+
+const (
+	Elections_Campaign_FullMethodName = "/lockward.v1.Elections/Campaign"
+	Elections_Leader_FullMethodName   = "/lockward.v1.Elections/Leader"
+	Elections_Observe_FullMethodName  = "/lockward.v1.Elections/Observe"
+)
+
+// ElectionsClient is the client API for Elections service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Leader election with client-go's timing: a leader renews every retry
+// period and stops leading when it has not renewed for the renew deadline,
+// before the store can give the lease to another candidate.
+type ElectionsClient interface {
+	// One candidacy, a lease stream like Locks.Lease that starts with a
+	// Campaign: Granted when this candidate leads (its fence is the
+	// leadership's epoch), then Renew every retry period, and Release to
+	// resign. The client stops leading at its deadline minus (lease duration
+	// - renew deadline).
+	Campaign(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[LeaseRequest, LeaseEvent], error)
+	// The current leader's identity, if any.
+	Leader(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (*LeaderResponse, error)
+	// The leader now, then every change of leader, until the client leaves.
+	Observe(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderResponse], error)
+}
+
+type electionsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewElectionsClient(cc grpc.ClientConnInterface) ElectionsClient {
+	return &electionsClient{cc}
+}
+
+func (c *electionsClient) Campaign(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[LeaseRequest, LeaseEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Elections_ServiceDesc.Streams[0], Elections_Campaign_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LeaseRequest, LeaseEvent]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Elections_CampaignClient = grpc.BidiStreamingClient[LeaseRequest, LeaseEvent]
+
+func (c *electionsClient) Leader(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (*LeaderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaderResponse)
+	err := c.cc.Invoke(ctx, Elections_Leader_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *electionsClient) Observe(ctx context.Context, in *LeaderRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LeaderResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Elections_ServiceDesc.Streams[1], Elections_Observe_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LeaderRequest, LeaderResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Elections_ObserveClient = grpc.ServerStreamingClient[LeaderResponse]
+
+// ElectionsServer is the server API for Elections service.
+// All implementations must embed UnimplementedElectionsServer
+// for forward compatibility.
+//
+// Leader election with client-go's timing: a leader renews every retry
+// period and stops leading when it has not renewed for the renew deadline,
+// before the store can give the lease to another candidate.
+type ElectionsServer interface {
+	// One candidacy, a lease stream like Locks.Lease that starts with a
+	// Campaign: Granted when this candidate leads (its fence is the
+	// leadership's epoch), then Renew every retry period, and Release to
+	// resign. The client stops leading at its deadline minus (lease duration
+	// - renew deadline).
+	Campaign(grpc.BidiStreamingServer[LeaseRequest, LeaseEvent]) error
+	// The current leader's identity, if any.
+	Leader(context.Context, *LeaderRequest) (*LeaderResponse, error)
+	// The leader now, then every change of leader, until the client leaves.
+	Observe(*LeaderRequest, grpc.ServerStreamingServer[LeaderResponse]) error
+	mustEmbedUnimplementedElectionsServer()
+}
+
+// UnimplementedElectionsServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedElectionsServer struct{}
+
+func (UnimplementedElectionsServer) Campaign(grpc.BidiStreamingServer[LeaseRequest, LeaseEvent]) error {
+	return status.Error(codes.Unimplemented, "method Campaign not implemented")
+}
+func (UnimplementedElectionsServer) Leader(context.Context, *LeaderRequest) (*LeaderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Leader not implemented")
+}
+func (UnimplementedElectionsServer) Observe(*LeaderRequest, grpc.ServerStreamingServer[LeaderResponse]) error {
+	return status.Error(codes.Unimplemented, "method Observe not implemented")
+}
+func (UnimplementedElectionsServer) mustEmbedUnimplementedElectionsServer() {}
+func (UnimplementedElectionsServer) testEmbeddedByValue()                   {}
+
+// UnsafeElectionsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ElectionsServer will
+// result in compilation errors.
+type UnsafeElectionsServer interface {
+	mustEmbedUnimplementedElectionsServer()
+}
+
+func RegisterElectionsServer(s grpc.ServiceRegistrar, srv ElectionsServer) {
+	// If the following call panics, it indicates UnimplementedElectionsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Elections_ServiceDesc, srv)
+}
+
+func _Elections_Campaign_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(ElectionsServer).Campaign(&grpc.GenericServerStream[LeaseRequest, LeaseEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Elections_CampaignServer = grpc.BidiStreamingServer[LeaseRequest, LeaseEvent]
+
+func _Elections_Leader_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LeaderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ElectionsServer).Leader(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Elections_Leader_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ElectionsServer).Leader(ctx, req.(*LeaderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Elections_Observe_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(LeaderRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ElectionsServer).Observe(m, &grpc.GenericServerStream[LeaderRequest, LeaderResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Elections_ObserveServer = grpc.ServerStreamingServer[LeaderResponse]
+
+// Elections_ServiceDesc is the grpc.ServiceDesc for Elections service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Elections_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "lockward.v1.Elections",
+	HandlerType: (*ElectionsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Leader",
+			Handler:    _Elections_Leader_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Campaign",
+			Handler:       _Elections_Campaign_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Observe",
+			Handler:       _Elections_Observe_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "lockward/v1/lockward.proto",
+}
+
+const (
+	Keys_Claim_FullMethodName  = "/lockward.v1.Keys/Claim"
+	Keys_Result_FullMethodName = "/lockward.v1.Keys/Result"
+)
+
+// KeysClient is the client API for Keys service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Operations that run at most once per key: payments, migrations.
+type KeysClient interface {
+	// One claim, a lease stream that starts with a Claim: the server answers
+	// Stored (the operation ran before) or InProgress (it runs elsewhere),
+	// and the stream ends; or Granted: this client runs the operation,
+	// renews as for a lease, and sends Complete with the result (answered by
+	// Completed) or Release to give the key up with nothing stored.
+	Claim(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[LeaseRequest, LeaseEvent], error)
+	// The stored result of a key, if its operation ran.
+	Result(ctx context.Context, in *ResultRequest, opts ...grpc.CallOption) (*ResultResponse, error)
+}
+
+type keysClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewKeysClient(cc grpc.ClientConnInterface) KeysClient {
+	return &keysClient{cc}
+}
+
+func (c *keysClient) Claim(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[LeaseRequest, LeaseEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Keys_ServiceDesc.Streams[0], Keys_Claim_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LeaseRequest, LeaseEvent]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Keys_ClaimClient = grpc.BidiStreamingClient[LeaseRequest, LeaseEvent]
+
+func (c *keysClient) Result(ctx context.Context, in *ResultRequest, opts ...grpc.CallOption) (*ResultResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResultResponse)
+	err := c.cc.Invoke(ctx, Keys_Result_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// KeysServer is the server API for Keys service.
+// All implementations must embed UnimplementedKeysServer
+// for forward compatibility.
+//
+// Operations that run at most once per key: payments, migrations.
+type KeysServer interface {
+	// One claim, a lease stream that starts with a Claim: the server answers
+	// Stored (the operation ran before) or InProgress (it runs elsewhere),
+	// and the stream ends; or Granted: this client runs the operation,
+	// renews as for a lease, and sends Complete with the result (answered by
+	// Completed) or Release to give the key up with nothing stored.
+	Claim(grpc.BidiStreamingServer[LeaseRequest, LeaseEvent]) error
+	// The stored result of a key, if its operation ran.
+	Result(context.Context, *ResultRequest) (*ResultResponse, error)
+	mustEmbedUnimplementedKeysServer()
+}
+
+// UnimplementedKeysServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedKeysServer struct{}
+
+func (UnimplementedKeysServer) Claim(grpc.BidiStreamingServer[LeaseRequest, LeaseEvent]) error {
+	return status.Error(codes.Unimplemented, "method Claim not implemented")
+}
+func (UnimplementedKeysServer) Result(context.Context, *ResultRequest) (*ResultResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Result not implemented")
+}
+func (UnimplementedKeysServer) mustEmbedUnimplementedKeysServer() {}
+func (UnimplementedKeysServer) testEmbeddedByValue()              {}
+
+// UnsafeKeysServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to KeysServer will
+// result in compilation errors.
+type UnsafeKeysServer interface {
+	mustEmbedUnimplementedKeysServer()
+}
+
+func RegisterKeysServer(s grpc.ServiceRegistrar, srv KeysServer) {
+	// If the following call panics, it indicates UnimplementedKeysServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Keys_ServiceDesc, srv)
+}
+
+func _Keys_Claim_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(KeysServer).Claim(&grpc.GenericServerStream[LeaseRequest, LeaseEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Keys_ClaimServer = grpc.BidiStreamingServer[LeaseRequest, LeaseEvent]
+
+func _Keys_Result_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResultRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KeysServer).Result(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Keys_Result_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KeysServer).Result(ctx, req.(*ResultRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Keys_ServiceDesc is the grpc.ServiceDesc for Keys service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Keys_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "lockward.v1.Keys",
+	HandlerType: (*KeysServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Result",
+			Handler:    _Keys_Result_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Claim",
+			Handler:       _Keys_Claim_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
+	Metadata: "lockward/v1/lockward.proto",
+}
+
+const (
+	Limits_Check_FullMethodName = "/lockward.v1.Limits/Check"
+)
+
+// LimitsClient is the client API for Limits service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Rate limits shared by every instance.
+type LimitsClient interface {
+	// Counts one request of a subject and says whether it may go on.
+	Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error)
+}
+
+type limitsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewLimitsClient(cc grpc.ClientConnInterface) LimitsClient {
+	return &limitsClient{cc}
+}
+
+func (c *limitsClient) Check(ctx context.Context, in *CheckRequest, opts ...grpc.CallOption) (*CheckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckResponse)
+	err := c.cc.Invoke(ctx, Limits_Check_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// LimitsServer is the server API for Limits service.
+// All implementations must embed UnimplementedLimitsServer
+// for forward compatibility.
+//
+// Rate limits shared by every instance.
+type LimitsServer interface {
+	// Counts one request of a subject and says whether it may go on.
+	Check(context.Context, *CheckRequest) (*CheckResponse, error)
+	mustEmbedUnimplementedLimitsServer()
+}
+
+// UnimplementedLimitsServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedLimitsServer struct{}
+
+func (UnimplementedLimitsServer) Check(context.Context, *CheckRequest) (*CheckResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Check not implemented")
+}
+func (UnimplementedLimitsServer) mustEmbedUnimplementedLimitsServer() {}
+func (UnimplementedLimitsServer) testEmbeddedByValue()                {}
+
+// UnsafeLimitsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to LimitsServer will
+// result in compilation errors.
+type UnsafeLimitsServer interface {
+	mustEmbedUnimplementedLimitsServer()
+}
+
+func RegisterLimitsServer(s grpc.ServiceRegistrar, srv LimitsServer) {
+	// If the following call panics, it indicates UnimplementedLimitsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Limits_ServiceDesc, srv)
+}
+
+func _Limits_Check_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LimitsServer).Check(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Limits_Check_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LimitsServer).Check(ctx, req.(*CheckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Limits_ServiceDesc is the grpc.ServiceDesc for Limits service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Limits_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "lockward.v1.Limits",
+	HandlerType: (*LimitsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Check",
+			Handler:    _Limits_Check_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "lockward/v1/lockward.proto",
+}

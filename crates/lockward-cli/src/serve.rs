@@ -4,7 +4,7 @@
 //! same port, for every Dapr SDK.
 
 use lockward::Store;
-use lockward_serve::{Listen, LocksService, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
+use lockward_serve::{Listen, Service, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
 
 use crate::exit;
 use crate::stop::StopRequest;
@@ -51,10 +51,7 @@ pub async fn serve(store: &Store, args: ServeArgs) -> u8 {
         let signal = stop.requested().await;
         eprintln!("lockward: {signal}: stopping");
     };
-    match bound
-        .serve(LocksService::new(store.clone()), shutdown)
-        .await
-    {
+    match bound.serve(Service::new(store.clone()), shutdown).await {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("lockward: {e}");

@@ -6,152 +6,46 @@
 
 use std::time::{Duration, Instant};
 
-use lockward::recipe::{MultiGuard, Permit, ReadGuard, RwLock, Semaphore};
-use lockward::{Guard, LockOptions, LostReason, LostSignal, Renewal, Store};
+use lockward::{LostReason, Store};
 use tokio::sync::{mpsc, watch};
 use tonic::{Status, Streaming};
 
 use crate::errors::{invalid, status_of};
+use crate::held::{take, Held, Taken};
 use crate::millis;
 use crate::pb::{self, lease_event::Event, lease_request::Request};
 
 /// Where the handler sends what the client receives.
 pub(crate) type Events = mpsc::Sender<Result<pb::LeaseEvent, Status>>;
 
-/// What one stream holds.
-enum Held {
-    Lock(Guard),
-    All(MultiGuard),
-    Read(ReadGuard),
-    Permits(Permit),
+/// The message a service's streams open with.
+#[derive(Clone, Copy)]
+pub(crate) enum Opening {
+    /// Locks.Lease.
+    Acquire,
+    /// Elections.Campaign.
+    Campaign,
+    /// Keys.Claim.
+    Claim,
 }
 
-impl Held {
-    fn fences(&self) -> Vec<u64> {
-        match self {
-            Held::Lock(g) => vec![g.fence()],
-            Held::All(all) => all.guards().iter().map(Guard::fence).collect(),
-            Held::Read(r) => vec![r.fence()],
-            Held::Permits(p) => vec![p.guard().fence()],
-        }
+impl Opening {
+    fn opens(self, request: &Request) -> bool {
+        matches!(
+            (self, request),
+            (Opening::Acquire, Request::Acquire(_))
+                | (Opening::Campaign, Request::Campaign(_))
+                | (Opening::Claim, Request::Claim(_))
+        )
     }
 
-    fn guards(&self) -> Vec<&Guard> {
-        match self {
-            Held::Lock(g) => vec![g],
-            Held::All(all) => all.guards().iter().collect(),
-            Held::Read(r) => vec![r.guard()],
-            Held::Permits(p) => vec![p.guard()],
-        }
+    fn refusal(self) -> Status {
+        invalid(match self {
+            Opening::Acquire => "a lease starts with an Acquire",
+            Opening::Campaign => "a candidacy starts with a Campaign",
+            Opening::Claim => "a claim starts with a Claim",
+        })
     }
-
-    fn deadline(&self) -> Instant {
-        self.guards()
-            .iter()
-            .map(|g| g.deadline())
-            .min()
-            .unwrap_or_else(Instant::now)
-    }
-
-    fn lost_signal(&self) -> LostSignal {
-        match self {
-            Held::Lock(g) => g.lost_signal(),
-            Held::All(all) => all.lost_signal(),
-            Held::Read(r) => r.lost_signal(),
-            Held::Permits(p) => p.guard().lost_signal(),
-        }
-    }
-
-    /// Extends every lock held to `ttl` (`None`: the TTL it had).
-    async fn extend(&self, ttl: Option<Duration>) -> lockward::Result<()> {
-        for guard in self.guards() {
-            guard.extend(ttl).await?;
-        }
-        Ok(())
-    }
-
-    async fn release(self) -> lockward::Result<()> {
-        match self {
-            Held::Lock(g) => g.release().await,
-            Held::All(all) => all.release().await,
-            Held::Read(r) => r.release().await,
-            Held::Permits(p) => p.release().await,
-        }
-    }
-}
-
-/// The options of an Acquire, and whether it only tries.
-fn options(acquire: &pb::Acquire) -> (LockOptions, bool) {
-    // The client renews; the server never does.
-    let mut opts = LockOptions::new().renewal(Renewal::Off);
-    if acquire.ttl_ms > 0 {
-        opts = opts.ttl(Duration::from_millis(acquire.ttl_ms));
-    }
-    if acquire.lock_delay_ms > 0 {
-        opts = opts.lock_delay(Duration::from_millis(acquire.lock_delay_ms));
-    }
-    if !acquire.label.is_empty() {
-        opts = opts.label(acquire.label.clone());
-    }
-    match acquire.wait_ms {
-        Some(0) => (opts, true),
-        Some(ms) => (opts.wait(Duration::from_millis(ms)), false),
-        None => (opts.wait_forever(), false),
-    }
-}
-
-/// Takes what `acquire` asks for on `store`.
-async fn take(store: &Store, acquire: &pb::Acquire) -> Result<Held, Status> {
-    let (opts, try_only) = options(acquire);
-    let kind = pb::Kind::try_from(acquire.kind).map_err(|_| invalid("kind: unknown"))?;
-    let one = || match acquire.names.as_slice() {
-        [name] => Ok(name.as_str()),
-        [] => Err(invalid("names: give the lock's name")),
-        _ => Err(invalid(
-            "names: several names are taken together only as exclusive locks",
-        )),
-    };
-    let held = match kind {
-        pb::Kind::Exclusive if acquire.names.len() > 1 => {
-            let names = &acquire.names;
-            let all = if try_only {
-                store.try_acquire_all(names, &opts).await
-            } else {
-                store.acquire_all(names, &opts).await
-            };
-            all.map(Held::All)
-        }
-        pb::Kind::Exclusive => {
-            let name = one()?;
-            let guard = if try_only {
-                store.try_acquire(name, &opts).await
-            } else {
-                store.acquire(name, &opts).await
-            };
-            guard.map(Held::Lock)
-        }
-        pb::Kind::Shared => {
-            let lock = RwLock::new(store.clone(), one()?).map_err(|e| status_of(&e))?;
-            let reader = if try_only {
-                lock.try_read(&opts).await
-            } else {
-                lock.read(&opts).await
-            };
-            reader.map(Held::Read)
-        }
-        pb::Kind::Permits => {
-            let semaphore = Semaphore::new(store.clone(), one()?, acquire.permits)
-                .map_err(|e| status_of(&e))?;
-            let take = acquire.take.max(1);
-            let permit = if try_only {
-                semaphore.try_acquire_many(take, &opts).await
-            } else {
-                semaphore.acquire_many(take, &opts).await
-            };
-            permit.map(Held::Permits)
-        }
-    };
-    held.map_err(|e| status_of(&e))
 }
 
 fn lost_event(reason: LostReason) -> pb::LeaseEvent {
@@ -176,6 +70,7 @@ fn event(event: Event) -> pb::LeaseEvent {
 /// Cancellation: dropping the future (the server shutting down) drops what
 /// it holds, which releases it in the background.
 pub(crate) async fn serve(
+    opening: Opening,
     store: Store,
     mut requests: Streaming<pb::LeaseRequest>,
     events: Events,
@@ -183,14 +78,12 @@ pub(crate) async fn serve(
 ) {
     let first = requests.message().await;
     let received = Instant::now();
-    let acquire = match first {
+    let first = match first {
         Ok(Some(pb::LeaseRequest {
-            request: Some(Request::Acquire(acquire)),
-        })) => acquire,
+            request: Some(request),
+        })) if opening.opens(&request) => request,
         Ok(Some(_)) => {
-            let _ = events
-                .send(Err(invalid("a lease starts with an Acquire")))
-                .await;
+            let _ = events.send(Err(opening.refusal())).await;
             return;
         }
         // The client went away before asking.
@@ -198,8 +91,8 @@ pub(crate) async fn serve(
     };
     // Waiting, and watching the stream: a client that leaves (or says
     // anything) while it waits ends the wait, and nothing is held.
-    let held = tokio::select! {
-        held = take(&store, &acquire) => held,
+    let taken = tokio::select! {
+        taken = take(&store, &first) => taken,
         _ = until_stopped(&mut stopping) => {
             let _ = events.send(Err(stopped())).await;
             return;
@@ -211,8 +104,12 @@ pub(crate) async fn serve(
             return;
         }
     };
-    let held = match held {
-        Ok(held) => held,
+    let held = match taken {
+        Ok(Taken::Held(held)) => *held,
+        Ok(Taken::Answer(answer)) => {
+            let _ = events.send(Ok(event(answer))).await;
+            return;
+        }
         Err(status) => {
             let _ = events.send(Err(status)).await;
             return;
@@ -309,8 +206,21 @@ async fn keep(
                     let _ = events.send(answer).await;
                     return;
                 }
+                Ok(Some(pb::LeaseRequest { request: Some(Request::Complete(complete)) })) => {
+                    let Held::Claim(claim) = held else {
+                        let _ = events.send(Err(invalid("only a claim is completed"))).await;
+                        return;
+                    };
+                    let answer = match claim.complete(&complete.result).await {
+                        Ok(()) => Ok(event(Event::Completed(pb::Completed {}))),
+                        Err(lockward::Error::Lost { reason, .. }) => Ok(lost_event(reason)),
+                        Err(e) => Err(status_of(&e)),
+                    };
+                    let _ = events.send(answer).await;
+                    return;
+                }
                 Ok(Some(_)) => {
-                    let _ = events.send(Err(invalid("a lease is asked for once"))).await;
+                    let _ = events.send(Err(invalid("a stream asks for what it holds once"))).await;
                     return;
                 }
                 // The client went away without releasing: released now.

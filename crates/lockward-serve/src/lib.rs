@@ -9,8 +9,12 @@
 //! ends without a release is released at once.
 
 mod dapr;
+mod elections;
 mod errors;
+mod held;
+mod keys;
 mod lease;
+mod limits;
 mod listen;
 mod rows;
 mod service;
@@ -30,7 +34,7 @@ pub mod pb_dapr {
 pub use dapr::{DaprLocks, DEFAULT_DAPR_STORE, FENCE_HEADER};
 pub use errors::{status_of, ERROR_KIND_KEY};
 pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN};
-pub use service::LocksService;
+pub use service::Service;
 
 /// Serves the API for `store` on `listen` until `shutdown` resolves.
 ///
@@ -41,7 +45,7 @@ pub async fn serve(
     listen: &Listen,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ListenError> {
-    listen.serve(LocksService::new(store), shutdown).await
+    listen.serve(Service::new(store), shutdown).await
 }
 
 /// A duration in whole milliseconds, as the API carries them.

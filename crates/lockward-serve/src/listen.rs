@@ -9,9 +9,12 @@ use futures_util::StreamExt;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
+use crate::pb::elections_server::ElectionsServer;
+use crate::pb::keys_server::KeysServer;
+use crate::pb::limits_server::LimitsServer;
 use crate::pb::locks_server::LocksServer;
 use crate::pb_dapr::dapr_server::DaprServer;
-use crate::service::LocksService;
+use crate::service::Service;
 
 /// The default address: a unix socket.
 pub const DEFAULT_LISTEN: &str = "unix:///run/lockward/lockward.sock";
@@ -114,7 +117,7 @@ impl Listen {
     /// stream, which releases every lease.
     pub(crate) async fn serve(
         &self,
-        service: LocksService,
+        service: Service,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ListenError> {
         self.bind().await?.serve(service, shutdown).await
@@ -163,7 +166,7 @@ impl Bound {
     /// stream, which releases every lease.
     pub async fn serve(
         self,
-        service: LocksService,
+        service: Service,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ListenError> {
         // Stopping, every lease stream first releases what it holds and
@@ -186,6 +189,9 @@ impl Bound {
         // lockward's API and Dapr's lock calls over HTTP/2, and the health
         // route Dapr's SDKs ask for over HTTP/1.1 before their first call.
         let routes = tonic::service::Routes::new(LocksServer::new(service.clone()))
+            .add_service(ElectionsServer::new(service.clone()))
+            .add_service(KeysServer::new(service.clone()))
+            .add_service(LimitsServer::new(service.clone()))
             .add_service(DaprServer::new(service.dapr()))
             .into_axum_router()
             .route(

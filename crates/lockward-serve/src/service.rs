@@ -1,4 +1,5 @@
-//! The `lockward.v1.Locks` service over one store.
+//! The API over one store: its shared state, and the `lockward.v1.Locks`
+//! service.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,12 +12,14 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::dapr::{DaprLocks, DEFAULT_DAPR_STORE};
 use crate::errors::{invalid, status_of};
+use crate::lease::Opening;
 use crate::pb::{self, locks_server::Locks};
 use crate::rows::{info_of, row_of};
 
-/// The service: every call on `store`.
+/// The API over `store`: every service of `lockward.v1`, and Dapr's lock
+/// calls.
 #[derive(Clone)]
-pub struct LocksService {
+pub struct Service {
     store: Store,
     /// Turns true when the server stops: every lease stream then releases
     /// what it holds and ends.
@@ -44,11 +47,11 @@ impl Drop for Serving {
     }
 }
 
-impl LocksService {
+impl Service {
     /// The service over `store`.
-    pub fn new(store: Store) -> LocksService {
+    pub fn new(store: Store) -> Service {
         let (stop, stopping) = watch::channel(false);
-        LocksService {
+        Service {
             dapr: DaprLocks::new(store.clone(), DEFAULT_DAPR_STORE),
             store,
             stopping,
@@ -59,7 +62,7 @@ impl LocksService {
 
     /// Answers Dapr's lock calls to the lock store `name` (default
     /// `lockward`); calls naming another store are `INVALID_ARGUMENT`.
-    pub fn dapr_store(mut self, name: impl Into<String>) -> LocksService {
+    pub fn dapr_store(mut self, name: impl Into<String>) -> Service {
         self.dapr = DaprLocks::new(self.store.clone(), name);
         self
     }
@@ -89,27 +92,43 @@ impl LocksService {
     pub fn stop(&self) {
         let _ = self.stop.send(true);
     }
+
+    /// The store every call goes to.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Serves one lease stream (a lease, a candidacy or a claim) in a task
+    /// of its own.
+    pub(crate) fn lease_stream(
+        &self,
+        opening: Opening,
+        requests: Streaming<pb::LeaseRequest>,
+    ) -> Response<Events> {
+        let (events, received) = mpsc::channel(4);
+        let store = self.store.clone();
+        let stopping = self.stopping.clone();
+        let serving = Serving::start(&self.leases);
+        tokio::spawn(async move {
+            crate::lease::serve(opening, store, requests, events, stopping).await;
+            drop(serving);
+        });
+        Response::new(Box::pin(ReceiverStream::new(received)))
+    }
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<pb::LeaseEvent, Status>> + Send>>;
+/// The events of a lease stream, as tonic sends them.
+pub(crate) type Events = Pin<Box<dyn Stream<Item = Result<pb::LeaseEvent, Status>> + Send>>;
 
 #[tonic::async_trait]
-impl Locks for LocksService {
+impl Locks for Service {
     type LeaseStream = Events;
 
     async fn lease(
         &self,
         request: Request<Streaming<pb::LeaseRequest>>,
     ) -> Result<Response<Events>, Status> {
-        let (events, received) = mpsc::channel(4);
-        let store = self.store.clone();
-        let stopping = self.stopping.clone();
-        let serving = Serving::start(&self.leases);
-        tokio::spawn(async move {
-            crate::lease::serve(store, request.into_inner(), events, stopping).await;
-            drop(serving);
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(received))))
+        Ok(self.lease_stream(Opening::Acquire, request.into_inner()))
     }
 
     async fn inspect(

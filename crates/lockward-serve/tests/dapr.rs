@@ -7,37 +7,15 @@ use std::time::Duration;
 use lockward_serve::pb_dapr::{
     dapr_client::DaprClient, unlock_response::Status as Unlock, TryLockRequest, UnlockRequest,
 };
-use lockward_serve::{Listen, LocksService, FENCE_HEADER};
+use lockward_serve::{Service, FENCE_HEADER};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::transport::Channel;
 
-struct Daemon {
-    address: String,
-    store: lockward::Store,
-    _dir: tempfile::TempDir,
-}
-
-async fn start(service: impl FnOnce(lockward::Store) -> LocksService) -> Daemon {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("locks.db").display());
-    let store = lockward::Store::open(&url).await.unwrap();
-    let bound = Listen::parse("127.0.0.1:0").unwrap().bind().await.unwrap();
-    let address = bound.local_addr().unwrap().to_string();
-    tokio::spawn(bound.serve(service(store.clone()), std::future::pending()));
-    Daemon {
-        address,
-        store,
-        _dir: dir,
-    }
-}
+mod daemon;
+use daemon::Daemon;
 
 async fn client(daemon: &Daemon) -> DaprClient<Channel> {
-    let channel = Channel::from_shared(format!("http://{}", daemon.address))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    DaprClient::new(channel)
+    DaprClient::new(daemon.channel().await)
 }
 
 fn try_lock(resource: &str, owner: &str, seconds: i32) -> TryLockRequest {
@@ -59,7 +37,7 @@ fn unlock(resource: &str, owner: &str) -> UnlockRequest {
 
 #[tokio::test]
 async fn one_owner_wins_and_unlock_answers_as_dapr_defines() {
-    let daemon = start(LocksService::new).await;
+    let daemon = Daemon::start().await;
     let mut dapr = client(&daemon).await;
     let won = dapr
         .try_lock_alpha1(try_lock("orders", "a", 30))
@@ -107,7 +85,7 @@ async fn one_owner_wins_and_unlock_answers_as_dapr_defines() {
 
 #[tokio::test]
 async fn a_lock_expires_without_an_unlock() {
-    let daemon = start(LocksService::new).await;
+    let daemon = Daemon::start().await;
     let mut dapr = client(&daemon).await;
     assert!(
         dapr.try_lock_alpha1(try_lock("job", "a", 1))
@@ -134,7 +112,7 @@ async fn a_lock_expires_without_an_unlock() {
 
 #[tokio::test]
 async fn a_lock_held_by_another_client_belongs_to_others() {
-    let daemon = start(LocksService::new).await;
+    let daemon = Daemon::start().await;
     let mut dapr = client(&daemon).await;
     let guard = daemon
         .store
@@ -160,7 +138,7 @@ async fn a_lock_held_by_another_client_belongs_to_others() {
 
 #[tokio::test]
 async fn bad_requests_are_invalid_arguments() {
-    let daemon = start(|store| LocksService::new(store).dapr_store("locks")).await;
+    let daemon = Daemon::start_with(|store| Service::new(store).dapr_store("locks")).await;
     let mut dapr = client(&daemon).await;
     let unknown = dapr
         .try_lock_alpha1(try_lock("x", "a", 30))
@@ -211,7 +189,7 @@ async fn bad_requests_are_invalid_arguments() {
 
 #[tokio::test]
 async fn the_health_route_answers_over_http1() {
-    let daemon = start(LocksService::new).await;
+    let daemon = Daemon::start().await;
     let mut http = tokio::net::TcpStream::connect(&daemon.address)
         .await
         .unwrap();

@@ -6,63 +6,15 @@ use std::time::{Duration, Instant};
 use lockward_serve::pb::{
     self, lease_event::Event, lease_request::Request, locks_client::LocksClient,
 };
-use lockward_serve::{Listen, LocksService, ERROR_KIND_KEY};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
-use tonic::Streaming;
 
-/// A daemon on a fresh SQLite store, on a free loopback port.
-struct Daemon {
-    url: String,
-    _dir: tempfile::TempDir,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
+mod daemon;
+use daemon::{kind, Daemon, Lease};
 
-impl Daemon {
-    async fn start() -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let store = lockward::Store::open(&format!(
-            "sqlite://{}",
-            dir.path().join("locks.db").display()
-        ))
-        .await
-        .unwrap();
-        let bound = Listen::parse("127.0.0.1:0").unwrap().bind().await.unwrap();
-        let url = format!("http://{}", bound.local_addr().unwrap());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(bound.serve(LocksService::new(store), async {
-            let _ = stopped.await;
-        }));
-        Daemon {
-            url,
-            _dir: dir,
-            stop: Some(stop),
-        }
-    }
-
-    async fn client(&self) -> LocksClient<Channel> {
-        let channel = Channel::from_shared(self.url.clone())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        LocksClient::new(channel)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-/// One lease stream, as a client holds it.
-struct Lease {
-    send: mpsc::Sender<pb::LeaseRequest>,
-    events: Streaming<pb::LeaseEvent>,
+async fn client(daemon: &Daemon) -> LocksClient<Channel> {
+    LocksClient::new(daemon.channel().await)
 }
 
 fn acquire(name: &str, ttl_ms: u64, wait_ms: Option<u64>) -> pb::Acquire {
@@ -74,66 +26,16 @@ fn acquire(name: &str, ttl_ms: u64, wait_ms: Option<u64>) -> pb::Acquire {
     }
 }
 
-impl Lease {
-    /// Opens a stream and sends `acquire`.
-    async fn open(client: &mut LocksClient<Channel>, acquire: pb::Acquire) -> Lease {
-        let (send, requests) = mpsc::channel(4);
-        send.send(pb::LeaseRequest {
-            request: Some(Request::Acquire(acquire)),
-        })
-        .await
-        .unwrap();
-        let events = client
-            .lease(ReceiverStream::new(requests))
-            .await
-            .unwrap()
-            .into_inner();
-        Lease { send, events }
-    }
-
-    async fn next(&mut self) -> Result<Event, tonic::Status> {
-        match self.events.message().await {
-            Ok(Some(pb::LeaseEvent { event: Some(event) })) => Ok(event),
-            Ok(other) => panic!("unexpected {other:?}"),
-            Err(status) => Err(status),
-        }
-    }
-
-    async fn granted(&mut self) -> pb::Granted {
-        match self.next().await {
-            Ok(Event::Granted(g)) => g,
-            other => panic!("expected Granted, got {other:?}"),
-        }
-    }
-
-    async fn send(&self, request: Request) {
-        self.send
-            .send(pb::LeaseRequest {
-                request: Some(request),
-            })
-            .await
-            .unwrap();
-    }
-
-    async fn release(mut self) {
-        self.send(Request::Release(pb::Release {})).await;
-        assert!(matches!(self.next().await, Ok(Event::Released(_))));
-    }
-}
-
-fn kind(status: &tonic::Status) -> &str {
-    status
-        .metadata()
-        .get(ERROR_KIND_KEY)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
+/// Opens a lease stream that asks for `acquire`.
+async fn open(client: &mut LocksClient<Channel>, acquire: pb::Acquire) -> Lease {
+    Lease::open(Request::Acquire(acquire), |r| client.lease(r)).await
 }
 
 #[tokio::test]
 async fn fences_grow_and_renewals_move_the_deadline() {
     let daemon = Daemon::start().await;
-    let mut client = daemon.client().await;
-    let mut first = Lease::open(&mut client, acquire("pay/1", 2_000, None)).await;
+    let mut client = client(&daemon).await;
+    let mut first = open(&mut client, acquire("pay/1", 2_000, None)).await;
     let granted = first.granted().await;
     assert!(granted.fence > 0);
     assert!(
@@ -154,7 +56,7 @@ async fn fences_grow_and_renewals_move_the_deadline() {
         other => panic!("{other:?}"),
     }
     first.release().await;
-    let mut second = Lease::open(&mut client, acquire("pay/1", 2_000, Some(0))).await;
+    let mut second = open(&mut client, acquire("pay/1", 2_000, Some(0))).await;
     assert!(second.granted().await.fence > granted.fence);
     second.release().await;
 }
@@ -162,14 +64,14 @@ async fn fences_grow_and_renewals_move_the_deadline() {
 #[tokio::test]
 async fn a_held_lock_is_busy_and_its_waiter_is_woken_by_the_release() {
     let daemon = Daemon::start().await;
-    let mut client = daemon.client().await;
-    let mut holder = Lease::open(&mut client, acquire("stock/9", 5_000, None)).await;
+    let mut client = client(&daemon).await;
+    let mut holder = open(&mut client, acquire("stock/9", 5_000, None)).await;
     holder.granted().await;
-    let mut busy = Lease::open(&mut client, acquire("stock/9", 5_000, Some(0))).await;
+    let mut busy = open(&mut client, acquire("stock/9", 5_000, Some(0))).await;
     let refused = busy.next().await.expect_err("busy");
     assert_eq!(refused.code(), tonic::Code::Aborted);
     assert_eq!(kind(&refused), "Busy");
-    let mut waiter = Lease::open(&mut client, acquire("stock/9", 5_000, None)).await;
+    let mut waiter = open(&mut client, acquire("stock/9", 5_000, None)).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let released = Instant::now();
     holder.release().await;
@@ -185,11 +87,11 @@ async fn a_held_lock_is_busy_and_its_waiter_is_woken_by_the_release() {
 #[tokio::test]
 async fn a_stream_that_ends_without_a_release_is_released_at_once() {
     let daemon = Daemon::start().await;
-    let mut client = daemon.client().await;
-    let mut gone = Lease::open(&mut client, acquire("cron/a", 30_000, None)).await;
+    let mut client = client(&daemon).await;
+    let mut gone = open(&mut client, acquire("cron/a", 30_000, None)).await;
     gone.granted().await;
     drop(gone);
-    let mut next = Lease::open(&mut client, acquire("cron/a", 30_000, Some(3_000))).await;
+    let mut next = open(&mut client, acquire("cron/a", 30_000, Some(3_000))).await;
     next.granted().await;
     next.release().await;
 }
@@ -197,14 +99,14 @@ async fn a_stream_that_ends_without_a_release_is_released_at_once() {
 #[tokio::test]
 async fn a_client_that_stops_renewing_is_told_it_lost_and_the_name_passes_on() {
     let daemon = Daemon::start().await;
-    let mut client = daemon.client().await;
-    let mut quiet = Lease::open(&mut client, acquire("job/x", 300, None)).await;
+    let mut client = client(&daemon).await;
+    let mut quiet = open(&mut client, acquire("job/x", 300, None)).await;
     let first = quiet.granted().await;
     match tokio::time::timeout(Duration::from_secs(3), quiet.next()).await {
         Ok(Ok(Event::Lost(lost))) => assert_eq!(lost.reason, pb::LostReason::Expired as i32),
         other => panic!("expected Lost, got {other:?}"),
     }
-    let mut next = Lease::open(&mut client, acquire("job/x", 2_000, Some(3_000))).await;
+    let mut next = open(&mut client, acquire("job/x", 2_000, Some(3_000))).await;
     assert!(next.granted().await.fence > first.fence);
     next.release().await;
 }
@@ -212,15 +114,15 @@ async fn a_client_that_stops_renewing_is_told_it_lost_and_the_name_passes_on() {
 #[tokio::test]
 async fn a_cancelled_wait_leaves_no_holder() {
     let daemon = Daemon::start().await;
-    let mut client = daemon.client().await;
-    let mut holder = Lease::open(&mut client, acquire("m/1", 5_000, None)).await;
+    let mut client = client(&daemon).await;
+    let mut holder = open(&mut client, acquire("m/1", 5_000, None)).await;
     holder.granted().await;
-    let waiter = Lease::open(&mut client, acquire("m/1", 5_000, None)).await;
+    let waiter = open(&mut client, acquire("m/1", 5_000, None)).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     drop(waiter);
     tokio::time::sleep(Duration::from_millis(100)).await;
     holder.release().await;
-    let mut after = Lease::open(&mut client, acquire("m/1", 5_000, Some(0))).await;
+    let mut after = open(&mut client, acquire("m/1", 5_000, Some(0))).await;
     after.granted().await;
     after.release().await;
 }
@@ -228,8 +130,8 @@ async fn a_cancelled_wait_leaves_no_holder() {
 #[tokio::test]
 async fn inspect_and_list_show_the_holder() {
     let daemon = Daemon::start().await;
-    let mut client = daemon.client().await;
-    let mut holder = Lease::open(
+    let mut client = client(&daemon).await;
+    let mut holder = open(
         &mut client,
         pb::Acquire {
             label: "worker-7".into(),
@@ -264,7 +166,7 @@ async fn inspect_and_list_show_the_holder() {
 #[tokio::test]
 async fn bad_requests_get_a_clear_error_and_the_daemon_stays_up() {
     let daemon = Daemon::start().await;
-    let mut client = daemon.client().await;
+    let mut client = client(&daemon).await;
     let decade = 10 * 365 * 24 * 3600 * 1000;
     for (acquire, needle) in [
         (acquire("ok", decade, Some(0)), "ttl"),
@@ -279,7 +181,7 @@ async fn bad_requests_get_a_clear_error_and_the_daemon_stays_up() {
             "names",
         ),
     ] {
-        let mut lease = Lease::open(&mut client, acquire).await;
+        let mut lease = open(&mut client, acquire).await;
         let status = lease.next().await.expect_err("refused");
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
         assert_eq!(kind(&status), "InvalidArgument");
@@ -300,7 +202,7 @@ async fn bad_requests_get_a_clear_error_and_the_daemon_stays_up() {
     let status = events.message().await.expect_err("refused");
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     // Still serving.
-    let mut fine = Lease::open(&mut client, acquire("after", 1_000, Some(0))).await;
+    let mut fine = open(&mut client, acquire("after", 1_000, Some(0))).await;
     fine.granted().await;
     fine.release().await;
 }

@@ -125,6 +125,9 @@ pub struct Candidate {
     name: String,
     identity: String,
     config: ElectionConfig,
+    /// The caller renews the leadership's lease (see
+    /// [`Candidate::renewed_by_caller`]).
+    renewed_by_caller: bool,
 }
 
 impl Candidate {
@@ -141,16 +144,31 @@ impl Candidate {
             name: name.into(),
             identity: identity.into(),
             config,
+            renewed_by_caller: false,
         };
         crate::name::Name::new(candidate.name.as_str())?;
         candidate.options().validate()?;
         Ok(candidate)
     }
 
+    /// Leaves renewing the leadership to the caller, with
+    /// [`Guard::extend`] every retry period on [`Leadership::guard`]: for a
+    /// daemon that campaigns on behalf of a remote candidate, whose
+    /// leadership must lapse when that candidate stops renewing.
+    pub fn renewed_by_caller(mut self) -> Candidate {
+        self.renewed_by_caller = true;
+        self
+    }
+
     fn options(&self) -> LockOptions {
+        let renewal = if self.renewed_by_caller {
+            Renewal::Off
+        } else {
+            Renewal::Every(self.config.retry_period)
+        };
         LockOptions::new()
             .ttl(self.config.lease_duration)
-            .renewal(Renewal::Every(self.config.retry_period))
+            .renewal(renewal)
             .label(self.identity.clone())
     }
 
