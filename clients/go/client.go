@@ -45,6 +45,22 @@ func Dial(ctx context.Context, address string, opts ...grpc.DialOption) (*Client
 	}, nil
 }
 
+// WithToken sends token with every call, for a daemon started with
+// --token-file. Over TCP it travels in clear text: the daemon accepts
+// loopback connections only.
+func WithToken(token string) grpc.DialOption {
+	return grpc.WithPerRPCCredentials(bearer(token))
+}
+
+// bearer is a token sent as "authorization: Bearer TOKEN".
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return false }
+
 // Close closes the connection; every lease still held ends with it (the
 // daemon releases them).
 func (c *Client) Close() error {

@@ -54,6 +54,9 @@ var (
 	ErrUnavailable = &Error{Kind: "Unavailable"}
 	// ErrNotSupported: the store cannot do what was asked.
 	ErrNotSupported = &Error{Kind: "NotSupported"}
+	// ErrUnauthenticated: the daemon requires a token (WithToken) and the
+	// call carried none, or another.
+	ErrUnauthenticated = &Error{Kind: "Unauthenticated"}
 )
 
 // errorKindKey is the metadata entry in which the daemon names the kind.

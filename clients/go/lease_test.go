@@ -31,12 +31,13 @@ func lockwardBinary() string {
 
 // startDaemon starts `lockward serve` on store, on a free loopback port,
 // and returns its address and process. It ends with the test binary.
-func startDaemon(store string) (string, *exec.Cmd, error) {
+func startDaemon(store string, options ...string) (string, *exec.Cmd, error) {
 	bin := lockwardBinary()
 	if _, err := os.Stat(bin); err != nil {
 		return "", nil, fmt.Errorf("no lockward binary at %s (build it with `cargo build -p lockward-cli`, or set LOCKWARD_BIN): %w", bin, err)
 	}
-	cmd := exec.Command(bin, "--store", store, "serve", "--listen", "127.0.0.1:0")
+	args := append([]string{"--store", store, "serve", "--listen", "127.0.0.1:0"}, options...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()

@@ -3,8 +3,10 @@ package lockward
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -299,4 +301,36 @@ func TestSemaphoreAndReadWriteLock(t *testing.T) {
 		t.Fatalf("a reader waits for the writer: %v", err)
 	}
 	_ = w.Release(ctx)
+}
+
+func TestADaemonWithATokenServesOnlyCallsThatCarryIt(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := dir + "/token"
+	if err := os.WriteFile(tokenFile, []byte("go-client-secret-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	address, cmd, err := startDaemon("sqlite://"+dir+"/locks.db", "--token-file", tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	ctx := context.Background()
+	if _, err := dial(t, address).TryLock(ctx, "go/token"); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("want ErrUnauthenticated without the token, got %v", err)
+	}
+	client, err := Dial(ctx, address, WithToken("go-client-secret-0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	lease, err := client.TryLock(ctx, "go/token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

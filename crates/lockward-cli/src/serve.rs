@@ -4,7 +4,7 @@
 //! same port, for every Dapr SDK.
 
 use lockward::Store;
-use lockward_serve::{Listen, Service, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
+use lockward_serve::{Listen, Service, Token, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
 
 use crate::exit;
 use crate::stop::StopRequest;
@@ -19,6 +19,14 @@ pub struct ServeArgs {
     /// calls naming another are refused.
     #[arg(long, value_name = "NAME", default_value = DEFAULT_DAPR_STORE)]
     dapr_store: String,
+    /// A file holding a secret (16 characters or more) that every call
+    /// must carry: `authorization: Bearer TOKEN`, or Dapr's
+    /// `dapr-api-token` (set DAPR_API_TOKEN for Dapr's SDKs).
+    #[arg(long, value_name = "PATH", env = "LOCKWARD_TOKEN_FILE")]
+    token_file: Option<std::path::PathBuf>,
+    /// The group whose members may use the unix socket (mode 0660).
+    #[arg(long, value_name = "GROUP")]
+    group: Option<String>,
 }
 
 /// Serves until SIGINT or SIGTERM; every lease still held is released
@@ -31,6 +39,16 @@ pub async fn serve(store: &Store, args: ServeArgs) -> u8 {
             return exit::USAGE;
         }
     };
+    let mut service = Service::new(store.clone()).dapr_store(args.dapr_store);
+    if let Some(path) = &args.token_file {
+        match Token::from_file(path) {
+            Ok(token) => service = service.token(token),
+            Err(e) => {
+                eprintln!("lockward: --token-file: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
     let Some(mut stop) = StopRequest::install() else {
         eprintln!("lockward: cannot install signal handlers");
         return exit::SOFTWARE;
@@ -42,6 +60,12 @@ pub async fn serve(store: &Store, args: ServeArgs) -> u8 {
             return exit::UNAVAILABLE;
         }
     };
+    if let Some(group) = &args.group {
+        if let Err(e) = bound.give_to_group(group) {
+            eprintln!("lockward: {e}");
+            return exit::USAGE;
+        }
+    }
     // The first line says where it listens (the port, when 0 was asked).
     match bound.local_addr() {
         Some(addr) => println!("lockward: serving {} on {addr}", store.address()),
@@ -51,7 +75,7 @@ pub async fn serve(store: &Store, args: ServeArgs) -> u8 {
         let signal = stop.requested().await;
         eprintln!("lockward: {signal}: stopping");
     };
-    match bound.serve(Service::new(store.clone()), shutdown).await {
+    match bound.serve(service, shutdown).await {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("lockward: {e}");

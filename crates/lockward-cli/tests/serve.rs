@@ -1,7 +1,7 @@
 //! `lockward serve` as a process: a lease taken through its API and the
 //! `lockward run` of the shell exclude each other both ways, on a unix
 //! socket (the default) and on loopback TCP; SIGTERM stops it and frees
-//! what it held.
+//! what it held; its token, Dapr store name and socket group apply.
 
 mod common;
 
@@ -13,6 +13,7 @@ use common::lockward;
 use lockward_serve::pb::{
     self, lease_event::Event, lease_request::Request, locks_client::LocksClient,
 };
+use lockward_serve::pb_dapr::{dapr_client::DaprClient, TryLockRequest};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
@@ -24,8 +25,14 @@ struct Served {
 }
 
 fn serve(store: &str, listen: &str) -> Served {
+    serve_with(store, listen, &[])
+}
+
+/// `lockward serve` with more options.
+fn serve_with(store: &str, listen: &str, options: &[&str]) -> Served {
     let mut child = Command::new(lockward())
         .args(["--store", store, "serve", "--listen", listen])
+        .args(options)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -50,7 +57,12 @@ impl Drop for Served {
 }
 
 async fn connect(on: &str) -> LocksClient<Channel> {
-    let channel = match on.strip_prefix("unix://") {
+    LocksClient::new(channel(on).await)
+}
+
+/// A connection to the daemon at `on` (`unix://PATH` or `IP:PORT`).
+async fn channel(on: &str) -> Channel {
+    match on.strip_prefix("unix://") {
         Some(path) => {
             let path = path.to_string();
             Endpoint::from_static("http://lockward")
@@ -69,8 +81,7 @@ async fn connect(on: &str) -> LocksClient<Channel> {
             .connect()
             .await
             .unwrap(),
-    };
-    LocksClient::new(channel)
+    }
 }
 
 /// Takes `name` through the API; the sender keeps the lease's stream open.
@@ -201,6 +212,82 @@ async fn sigterm_stops_the_daemon_and_frees_what_it_held() {
         0,
         "the lease went with the daemon"
     );
+}
+
+#[tokio::test]
+async fn the_token_the_dapr_store_name_and_the_group_are_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "a-secret-of-24-characters\n").unwrap();
+    // Root may give the socket to any group; anyone else, to their own.
+    let group = if unsafe { libc::geteuid() } == 0 {
+        "daemon".to_string()
+    } else {
+        unsafe { libc::getegid() }.to_string()
+    };
+    let socket = dir.path().join("lockward.sock");
+    let served = serve_with(
+        &store,
+        &format!("unix://{}", socket.display()),
+        &[
+            "--dapr-store",
+            "locks",
+            "--token-file",
+            token_file.to_str().unwrap(),
+            "--group",
+            &group,
+        ],
+    );
+    use std::os::unix::fs::MetadataExt;
+    let gid = std::fs::metadata(&socket).unwrap().gid();
+    if group == "daemon" {
+        assert_eq!(gid, 1, "the socket belongs to the group daemon");
+    } else {
+        assert_eq!(gid.to_string(), group);
+    }
+    let mut dapr = DaprClient::new(channel(&served.on).await);
+    let ask = |token: Option<&str>| {
+        let mut request = tonic::Request::new(TryLockRequest {
+            store_name: "locks".into(),
+            resource_id: "orders".into(),
+            lock_owner: "a".into(),
+            expiry_in_seconds: 10,
+        });
+        if let Some(token) = token {
+            request
+                .metadata_mut()
+                .insert("dapr-api-token", token.parse().unwrap());
+        }
+        request
+    };
+    let refused = dapr.try_lock_alpha1(ask(None)).await.expect_err("no token");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    let locked = dapr
+        .try_lock_alpha1(ask(Some("a-secret-of-24-characters")))
+        .await
+        .expect("the store is named locks, and the token is right");
+    assert!(locked.into_inner().success);
+}
+
+#[test]
+fn a_missing_token_file_or_a_group_for_tcp_is_a_usage_error() {
+    let missing = Command::new(lockward())
+        .args(["--store", "memory://", "serve", "--listen", "127.0.0.1:0"])
+        .args(["--token-file", "/nonexistent/token"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("/nonexistent/token"), "{err}");
+    let group = Command::new(lockward())
+        .args(["--store", "memory://", "serve", "--listen", "127.0.0.1:0"])
+        .args(["--group", "daemon"])
+        .output()
+        .unwrap();
+    assert_eq!(group.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&group.stderr);
+    assert!(err.contains("unix socket"), "{err}");
 }
 
 #[test]

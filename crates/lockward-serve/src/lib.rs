@@ -8,6 +8,7 @@
 //! server tells it when the store says the lease is gone. A stream that
 //! ends without a release is released at once.
 
+mod auth;
 mod dapr;
 mod elections;
 mod errors;
@@ -31,6 +32,7 @@ pub mod pb_dapr {
     tonic::include_proto!("dapr.proto.runtime.v1");
 }
 
+pub use auth::{Token, TokenError};
 pub use dapr::{DaprLocks, DEFAULT_DAPR_STORE, FENCE_HEADER};
 pub use errors::{status_of, ERROR_KIND_KEY};
 pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN};

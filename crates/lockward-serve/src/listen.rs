@@ -9,6 +9,10 @@ use futures_util::StreamExt;
 use tokio::net::{TcpListener, UnixListener};
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 
+use tonic::server::NamedService;
+use tonic_health::server::HealthReporter;
+use tonic_health::ServingStatus;
+
 use crate::pb::elections_server::ElectionsServer;
 use crate::pb::keys_server::KeysServer;
 use crate::pb::limits_server::LimitsServer;
@@ -160,6 +164,19 @@ impl Bound {
         }
     }
 
+    /// Gives a unix socket to `group`, whose members may then connect
+    /// (mode 0660). A TCP address has no group: `Invalid`.
+    pub fn give_to_group(&self, group: &str) -> Result<(), ListenError> {
+        let Bound::Unix(_, path) = self else {
+            return Err(ListenError::Invalid(
+                "--group applies to a unix socket, not a TCP address".into(),
+            ));
+        };
+        let gid = group_id(group)?;
+        std::os::unix::fs::chown(path, None, Some(gid))
+            .map_err(|e| ListenError::Bind(format!("{} for group {group}", path.display()), e))
+    }
+
     /// Serves `service` until `shutdown` resolves.
     ///
     /// Cancellation: dropping the future closes the socket and ends every
@@ -172,10 +189,13 @@ impl Bound {
         // Stopping, every lease stream first releases what it holds and
         // ends; the server then finishes, without waiting for clients that
         // keep their connections open once no lease is left to release.
+        let (health, health_service) = tonic_health::server::health_reporter();
+        set_health(&health, ServingStatus::Serving).await;
         let stopper = service.clone();
         let (began, stopping) = tokio::sync::oneshot::channel();
         let shutdown = async move {
             shutdown.await;
+            set_health(&health, ServingStatus::NotServing).await;
             stopper.stop();
             let _ = began.send(());
         };
@@ -186,18 +206,26 @@ impl Bound {
                 Err(_) => std::future::pending().await,
             }
         };
-        // lockward's API and Dapr's lock calls over HTTP/2, and the health
-        // route Dapr's SDKs ask for over HTTP/1.1 before their first call.
-        let routes = tonic::service::Routes::new(LocksServer::new(service.clone()))
+        // lockward's API, Dapr's lock calls and gRPC's health protocol over
+        // HTTP/2, and the health route Dapr's SDKs ask for over HTTP/1.1
+        // before their first call.
+        let mut routes = tonic::service::Routes::new(LocksServer::new(service.clone()))
             .add_service(ElectionsServer::new(service.clone()))
             .add_service(KeysServer::new(service.clone()))
             .add_service(LimitsServer::new(service.clone()))
             .add_service(DaprServer::new(service.dapr()))
+            .add_service(health_service)
             .into_axum_router()
             .route(
                 "/v1.0/healthz/outbound",
                 axum::routing::get(|| async { axum::http::StatusCode::NO_CONTENT }),
             );
+        if let Some(token) = service.required_token() {
+            routes = routes.layer(axum::middleware::from_fn_with_state(
+                token.clone(),
+                crate::auth::require,
+            ));
+        }
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
             .add_routes(routes.into());
@@ -221,6 +249,47 @@ impl Bound {
             let _ = std::fs::remove_file(&path);
         }
         served.map_err(|e| ListenError::Serve(e.to_string()))
+    }
+}
+
+/// The id of the group named `group` (or given by number).
+fn group_id(group: &str) -> Result<u32, ListenError> {
+    if let Ok(gid) = group.parse::<u32>() {
+        return Ok(gid);
+    }
+    let unknown = || ListenError::Invalid(format!("--group: no group named {group:?}"));
+    let name = std::ffi::CString::new(group).map_err(|_| unknown())?;
+    let mut entry: libc::group = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::group = std::ptr::null_mut();
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: every pointer is valid for the call; getgrnam_r writes the
+    // entry's strings into buf, which outlives the read of gr_gid below.
+    let rc = unsafe {
+        libc::getgrnam_r(
+            name.as_ptr(),
+            &mut entry,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() {
+        return Err(unknown());
+    }
+    Ok(entry.gr_gid)
+}
+
+/// Sets the health of the whole server ("") and of each service.
+async fn set_health(health: &HealthReporter, status: ServingStatus) {
+    let services = [
+        "",
+        <LocksServer<Service> as NamedService>::NAME,
+        <ElectionsServer<Service> as NamedService>::NAME,
+        <KeysServer<Service> as NamedService>::NAME,
+        <LimitsServer<Service> as NamedService>::NAME,
+    ];
+    for name in services {
+        health.set_service_status(name, status).await;
     }
 }
 

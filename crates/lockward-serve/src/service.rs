@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::auth::Token;
 use crate::dapr::{DaprLocks, DEFAULT_DAPR_STORE};
 use crate::errors::{invalid, status_of};
 use crate::lease::Opening;
@@ -29,6 +30,8 @@ pub struct Service {
     leases: Arc<watch::Sender<usize>>,
     /// Dapr's lock calls, on the same store.
     dapr: DaprLocks,
+    /// The token every call must carry, if one was set.
+    token: Option<Token>,
 }
 
 /// Counts one lease stream while it is served.
@@ -57,7 +60,16 @@ impl Service {
             stopping,
             stop: Arc::new(stop),
             leases: Arc::new(watch::channel(0).0),
+            token: None,
         }
+    }
+
+    /// Refuses every call that does not carry `token` (`authorization:
+    /// Bearer TOKEN`, or Dapr's `dapr-api-token`) with `UNAUTHENTICATED`;
+    /// the health checks answer without it.
+    pub fn token(mut self, token: Token) -> Service {
+        self.token = Some(token);
+        self
     }
 
     /// Answers Dapr's lock calls to the lock store `name` (default
@@ -91,6 +103,11 @@ impl Service {
     /// waiting) and ends with `Unavailable`.
     pub fn stop(&self) {
         let _ = self.stop.send(true);
+    }
+
+    /// The token calls must carry, if any.
+    pub(crate) fn required_token(&self) -> Option<&Token> {
+        self.token.as_ref()
     }
 
     /// The store every call goes to.
