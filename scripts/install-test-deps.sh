@@ -21,7 +21,7 @@
 # servers (kube-apiserver, kubectl, a current etcd and client-go's leader
 # election) from Go modules (scripts/build-kube-testservers.sh, which needs
 # Go 1.26); protoc's Go plugins (scripts/go-protoc-plugins.sh); and a Python
-# environment with Dapr's SDK and pytest (scripts/python-test-env.sh).
+# environment with Dapr's SDK, pytest, maturin and mypy (scripts/python-test-env.sh).
 set -euo pipefail
 
 packages=(redis-server redis-tools openssl etcd-server etcd-client protobuf-compiler libprotobuf-dev

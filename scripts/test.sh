@@ -30,6 +30,15 @@ clients/go/check.sh
 venv="$(scripts/python-test-env.sh)"
 LOCKWARD_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/lockward" "$venv/bin/pytest" -q \
     -p no:cacheprovider -W "ignore:The Distributed Lock API:UserWarning" crates/lockward-serve/tests/dapr_python
+# The Python package: built into the same environment, type-checked
+# (mypy --strict) and tested on every store, servers from the testkit.
+target="$(realpath "${CARGO_TARGET_DIR:-target}")"
+cargo build --quiet -p lockward-testkit --bin lockward-testserver
+(cd python && VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$target" \
+    "$venv/bin/maturin" develop --quiet)
+(cd python && "$venv/bin/mypy" && \
+    LOCKWARD_TESTSERVER_BIN="$target/debug/lockward-testserver" \
+    "$venv/bin/pytest" -q -p no:cacheprovider)
 # The side-by-side benchmark is its own workspace (see its Cargo.toml):
 # checked here so it keeps building; run it with `cargo bench` there.
 (cd crates/lockward-compare && cargo fmt -- --check && \

@@ -1,0 +1,54 @@
+"""lockward: distributed locks with fencing tokens, on the stores you
+already run (Redis, etcd, ZooKeeper, PostgreSQL, MySQL, Kubernetes,
+SQLite), in-process.
+
+>>> import lockward
+>>> store = lockward.Store("memory://")
+>>> with store.lock("payment/order-42", ttl=30, wait=5) as lease:
+...     lease.raise_if_lost()
+...     lease.fence >= 1
+True
+
+The blocking API is here; :mod:`lockward.aio` has the same names for
+asyncio.
+"""
+
+from . import aio, errors
+from ._sync import DEFAULT_TTL, Lease, LostEvent, Store
+from .errors import (
+    Busy,
+    Contended,
+    Error,
+    InvalidArgument,
+    Lost,
+    NoPermits,
+    NotBuilt,
+    NotOwner,
+    NotSupported,
+    Protocol,
+    Stale,
+    TimedOut,
+    Unavailable,
+)
+
+__all__ = [
+    "aio",
+    "errors",
+    "DEFAULT_TTL",
+    "Lease",
+    "LostEvent",
+    "Store",
+    "Busy",
+    "Contended",
+    "Error",
+    "InvalidArgument",
+    "Lost",
+    "NoPermits",
+    "NotBuilt",
+    "NotOwner",
+    "NotSupported",
+    "Protocol",
+    "Stale",
+    "TimedOut",
+    "Unavailable",
+]

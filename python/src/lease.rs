@@ -1,0 +1,233 @@
+//! A held lock as Python sees it: its fences, its deadline, whether it was
+//! lost, and its renewal and release, each blocking or in the background.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use lockward::recipe::MultiGuard;
+use lockward::{Guard, LostSignal};
+use pyo3::prelude::*;
+use tokio::sync::Mutex;
+
+use crate::durations::optional_seconds;
+use crate::task::{block_on, settle, Pending};
+
+/// What a lease holds.
+pub(crate) enum Held {
+    One(Guard),
+    All(MultiGuard),
+}
+
+impl Held {
+    fn fences(&self) -> Vec<u64> {
+        match self {
+            Held::One(g) => vec![g.fence()],
+            Held::All(all) => all.guards().iter().map(Guard::fence).collect(),
+        }
+    }
+
+    fn lost_signal(&self) -> LostSignal {
+        match self {
+            Held::One(g) => g.lost_signal(),
+            Held::All(all) => all.lost_signal(),
+        }
+    }
+}
+
+/// A held lock (or several, taken together).
+#[pyclass(frozen, module = "lockward._native")]
+pub(crate) struct Lease {
+    name: String,
+    fences: Vec<u64>,
+    /// The process it was taken in: a forked child never uses it.
+    pid: u32,
+    /// `None` once released.
+    held: Arc<Mutex<Option<Held>>>,
+    lost: LostSignal,
+}
+
+impl Lease {
+    pub(crate) fn new(held: Held) -> Lease {
+        let name = match &held {
+            Held::One(g) => g.name().to_string(),
+            Held::All(all) => all.guards()[0].name().to_string(),
+        };
+        Lease {
+            name,
+            fences: held.fences(),
+            pid: std::process::id(),
+            lost: held.lost_signal(),
+            held: Arc::new(Mutex::new(Some(held))),
+        }
+    }
+
+    /// Refuses a lease used in a child made by `os.fork()`.
+    fn in_its_process(&self) -> PyResult<()> {
+        if self.pid == std::process::id() {
+            return Ok(());
+        }
+        Err(crate::errors::invalid(format!(
+            "lock {:?} was taken by process {}, not this one (a child made by fork): \
+             take it again here",
+            self.name, self.pid
+        )))
+    }
+}
+
+/// Extends what `held` holds, or fails with NotOwner when released.
+async fn extend(
+    held: Arc<Mutex<Option<Held>>>,
+    name: String,
+    ttl: Option<std::time::Duration>,
+) -> lockward::Result<()> {
+    match held.lock().await.as_ref() {
+        Some(Held::One(g)) => g.extend(ttl).await,
+        Some(Held::All(all)) => {
+            for g in all.guards() {
+                g.extend(ttl).await?;
+            }
+            Ok(())
+        }
+        None => Err(lockward::Error::NotOwner { name }),
+    }
+}
+
+/// Releases what `held` holds; a second release does nothing.
+async fn release(held: Arc<Mutex<Option<Held>>>) -> lockward::Result<()> {
+    let taken = held.lock().await.take();
+    match taken {
+        Some(Held::One(g)) => g.release().await,
+        Some(Held::All(all)) => all.release().await,
+        None => Ok(()),
+    }
+}
+
+#[pymethods]
+impl Lease {
+    /// The lock's name (the first, for several).
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The fences of every name, in the order given.
+    #[getter]
+    fn fences(&self) -> Vec<u64> {
+        self.fences.clone()
+    }
+
+    /// Seconds left until the lease ends unless renewed (0 when past).
+    fn remaining(&self) -> f64 {
+        self.lost
+            .deadline()
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+    }
+
+    /// Why the lease was lost (`"expired"`, …), or `None` while held.
+    fn lost_reason(&self) -> Option<String> {
+        let mut signal = self.lost.clone();
+        if !signal.is_lost() {
+            return None;
+        }
+        let reason = futures_now(signal.wait());
+        Some(reason.map_or_else(|| "lost".to_string(), |r| r.to_string()))
+    }
+
+    /// Waits until the lease is lost or `timeout` seconds pass (`None`:
+    /// without a limit); returns whether it was lost. Ctrl-C interrupts it.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_lost(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let timeout = optional_seconds("timeout", timeout)?;
+        let mut signal = self.lost.clone();
+        block_on(py, async move {
+            match timeout {
+                None => {
+                    signal.wait().await;
+                    Ok(true)
+                }
+                Some(t) => Ok(tokio::time::timeout(t, signal.wait()).await.is_ok()),
+            }
+        })
+    }
+
+    /// `done(reason, None)` when the lease is lost.
+    fn wait_lost_async(&self, done: Py<PyAny>) -> PyResult<Pending> {
+        let mut signal = self.lost.clone();
+        settle(
+            async move { Ok(signal.wait().await.to_string()) },
+            done,
+            |py, reason| Ok(reason.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    /// Renews the lease for `ttl` seconds (`None`: its TTL).
+    #[pyo3(signature = (ttl=None))]
+    fn extend(&self, py: Python<'_>, ttl: Option<f64>) -> PyResult<()> {
+        self.in_its_process()?;
+        let ttl = optional_seconds("ttl", ttl)?;
+        block_on(py, extend(self.held.clone(), self.name.clone(), ttl))
+    }
+
+    /// As `extend`, in the background.
+    #[pyo3(signature = (ttl, done))]
+    fn extend_async(&self, ttl: Option<f64>, done: Py<PyAny>) -> PyResult<Pending> {
+        self.in_its_process()?;
+        let ttl = optional_seconds("ttl", ttl)?;
+        settle(
+            extend(self.held.clone(), self.name.clone(), ttl),
+            done,
+            |py, ()| Ok(py.None()),
+        )
+    }
+
+    /// Releases the lease; a second release does nothing.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        self.in_its_process()?;
+        block_on(py, release(self.held.clone()))
+    }
+
+    /// As `release`, in the background.
+    fn release_async(&self, done: Py<PyAny>) -> PyResult<Pending> {
+        self.in_its_process()?;
+        settle(release(self.held.clone()), done, |py, ()| Ok(py.None()))
+    }
+
+    /// Whether the lease was released.
+    fn is_released(&self) -> bool {
+        self.held.try_lock().is_ok_and(|held| held.is_none())
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let Ok(mut held) = self.held.try_lock() else {
+            // A release or renewal runs now, and owns what it needs.
+            return;
+        };
+        let Some(held) = held.take() else { return };
+        if self.pid != std::process::id() {
+            // The parent's lock: a child leaves it alone (dropping it would
+            // release the parent's lock through the parent's connections).
+            std::mem::forget(held);
+            return;
+        }
+        // Dropped in the runtime's context, a guard releases itself in the
+        // background (the Python side warned first).
+        if let Ok(runtime) = crate::runtime::runtime() {
+            let _context = runtime.enter();
+            drop(held);
+        }
+    }
+}
+
+/// The value of a future that is ready now (a lost signal already fired).
+fn futures_now<F: std::future::Future>(future: F) -> Option<F::Output> {
+    let waker = std::task::Waker::noop();
+    let mut context = std::task::Context::from_waker(waker);
+    let mut future = std::pin::pin!(future);
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(value) => Some(value),
+        std::task::Poll::Pending => None,
+    }
+}

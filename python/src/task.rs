@@ -1,0 +1,90 @@
+//! Running lockward's futures for Python: blocking, with the GIL released
+//! and Ctrl-C heard within 50 ms; or in the background, handing the outcome
+//! to a callback (what `lockward.aio` settles its asyncio futures with).
+
+use std::future::Future;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use tokio::task::AbortHandle;
+
+use crate::errors::to_py;
+use crate::runtime::runtime;
+
+/// How often a blocking wait checks for signals (Ctrl-C).
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
+/// Runs `work` to its end, the GIL released so other threads run. A signal
+/// handler that raises (KeyboardInterrupt) cancels `work` (dropping it,
+/// which lockward's cancellation contract makes leave nothing held) and
+/// the exception propagates.
+pub(crate) fn block_on<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl Future<Output = lockward::Result<T>> + Send + 'static,
+) -> PyResult<T> {
+    let runtime = runtime()?;
+    let mut task = runtime.spawn(work);
+    loop {
+        let joined = py.detach(|| {
+            runtime.block_on(async { tokio::time::timeout(SIGNAL_CHECK, &mut task).await })
+        });
+        match joined {
+            Ok(Ok(outcome)) => return outcome.map_err(|e| to_py(&e)),
+            Ok(Err(join)) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "lockward's task ended abnormally: {join}"
+                )))
+            }
+            Err(_) => {
+                if let Err(interrupted) = py.check_signals() {
+                    task.abort();
+                    return Err(interrupted);
+                }
+            }
+        }
+    }
+}
+
+/// A background call that has not ended yet.
+#[pyclass(frozen, module = "lockward._native")]
+pub(crate) struct Pending {
+    abort: AbortHandle,
+}
+
+#[pymethods]
+impl Pending {
+    /// Cancels the call: a wait ends and leaves nothing held.
+    fn cancel(&self) {
+        self.abort.abort();
+    }
+}
+
+/// Runs `work` in the background and calls `done(value, None)` or
+/// `done(None, exception)` from a runtime thread when it ends (not when it
+/// is cancelled). `into_py` makes the Python value.
+pub(crate) fn settle<T, W, F>(work: W, done: Py<PyAny>, into_py: F) -> PyResult<Pending>
+where
+    T: Send + 'static,
+    W: Future<Output = lockward::Result<T>> + Send + 'static,
+    F: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let task = runtime()?.spawn(async move {
+        let outcome = work.await;
+        Python::attach(|py| {
+            let settled = match outcome.map_err(|e| to_py(&e)) {
+                Ok(value) => into_py(py, value),
+                Err(e) => Err(e),
+            };
+            let called = match settled {
+                Ok(value) => done.call1(py, (value, py.None())),
+                Err(e) => done.call1(py, (py.None(), e.value(py).clone())),
+            };
+            if let Err(e) = called {
+                e.write_unraisable(py, None);
+            }
+        });
+    });
+    Ok(Pending {
+        abort: task.abort_handle(),
+    })
+}
