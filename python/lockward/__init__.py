@@ -14,7 +14,8 @@ asyncio.
 """
 
 from . import aio, errors
-from ._sync import DEFAULT_TTL, Lease, LostEvent, Store
+from ._sync import DEFAULT_TTL, Lease, LostEvent, RateLimit, RwLock, Semaphore, Store
+from ._values import Decision, Holder
 from .errors import (
     Busy,
     Contended,
@@ -35,8 +36,13 @@ __all__ = [
     "aio",
     "errors",
     "DEFAULT_TTL",
+    "Decision",
+    "Holder",
     "Lease",
     "LostEvent",
+    "RateLimit",
+    "RwLock",
+    "Semaphore",
     "Store",
     "Busy",
     "Contended",

@@ -1,5 +1,5 @@
 # The native module's interface (built from python/src by maturin).
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, overload
 
 class Pending:
     def cancel(self) -> None: ...
@@ -19,24 +19,49 @@ class Lease:
     def release_async(self, done: Callable[[None, Optional[BaseException]], None]) -> Pending: ...
     def is_released(self) -> bool: ...
 
+Row = tuple[str, str, Optional[str], Optional[int], Optional[float], Optional[int], str, Optional[str]]
+Verdict = tuple[bool, int, float]
+
 class Store:
     def __init__(self, url: str) -> None: ...
     @property
     def address(self) -> str: ...
-    def lock(
+    def acquire(
         self,
+        kind: str,
         names: Sequence[str],
+        permits: int,
+        take: int,
         ttl: float,
         wait: Optional[float],
         label: Optional[str],
         renew: bool,
     ) -> Lease: ...
-    def lock_async(
+    def acquire_async(
         self,
+        kind: str,
         names: Sequence[str],
+        permits: int,
+        take: int,
         ttl: float,
         wait: Optional[float],
         label: Optional[str],
         renew: bool,
         done: Callable[[Optional[Lease], Optional[BaseException]], None],
+    ) -> Pending: ...
+    def inspect(self, name: str) -> Optional[Row]: ...
+    def list(self, prefix: str) -> list[Row]: ...
+    @overload
+    def check_rate(
+        self, name: str, subject: str, limit: int, period: float, burst: Optional[int]
+    ) -> Verdict: ...
+    @overload
+    def check_rate(
+        self,
+        name: str,
+        subject: str,
+        limit: int,
+        period: float,
+        burst: Optional[int],
+        done: Callable[[Optional[Verdict], Optional[BaseException]], None],
     ) -> Pending: ...

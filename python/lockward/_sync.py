@@ -15,9 +15,11 @@ from types import TracebackType
 from typing import Optional, Sequence, Type
 
 from . import _native
+from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
+from ._values import Decision, Holder
 from .errors import Lost
 
-__all__ = ["Store", "Lease", "LostEvent", "DEFAULT_TTL"]
+__all__ = ["Store", "Lease", "LostEvent", "RwLock", "Semaphore", "RateLimit", "DEFAULT_TTL"]
 
 log = logging.getLogger("lockward")
 
@@ -162,7 +164,7 @@ class Store:
         ``label`` names the holder in ``lockward status``; ``renew=False``
         leaves renewing to :meth:`Lease.extend`.
         """
-        return Lease(self._native.lock([name], ttl, wait, label, renew))
+        return Lease(self._native.acquire("lock", [name], 0, 0, ttl, wait, label, renew))
 
     def try_lock(
         self,
@@ -174,7 +176,7 @@ class Store:
     ) -> Lease:
         """Takes the lock ``name`` if it is free, else raises
         :class:`lockward.Busy` at once."""
-        return Lease(self._native.lock([name], ttl, 0.0, label, renew))
+        return Lease(self._native.acquire("lock", [name], 0, 0, ttl, 0.0, label, renew))
 
     def lock_all(
         self,
@@ -187,7 +189,93 @@ class Store:
     ) -> Lease:
         """Takes every one of ``names``, all or none, in an order that
         cannot deadlock with another ``lock_all`` of the same names."""
-        return Lease(self._native.lock(list(names), ttl, wait, label, renew))
+        return Lease(self._native.acquire("lock", list(names), 0, 0, ttl, wait, label, renew))
+
+    def rw_lock(self, name: str) -> RwLock:
+        """The read-write lock ``name``: readers hold it together, a
+        writer alone."""
+        return RwLock(self._native, name)
+
+    def semaphore(self, name: str, permits: int) -> Semaphore:
+        """The semaphore ``name`` with ``permits`` permits (every holder
+        must agree on the number)."""
+        return Semaphore(self._native, name, permits)
+
+    def rate_limit(
+        self, name: str, limit: int, period: float, *, burst: Optional[int] = None
+    ) -> RateLimit:
+        """``limit`` requests per ``period`` seconds for each subject,
+        shared by every instance: counted in fixed windows, or, with
+        ``burst``, spread evenly (GCRA) with bursts of up to ``burst``."""
+        return RateLimit(self._native, name, limit, period, burst)
+
+    def inspect(self, name: str) -> Optional[Holder]:
+        """The holder of ``name``, or ``None`` when nobody holds it."""
+        row = self._native.inspect(name)
+        return None if row is None else Holder._from_row(row)
+
+    def list(self, prefix: str = "") -> list[Holder]:
+        """Every holder whose name starts with ``prefix``, as ``lockward
+        status`` shows them."""
+        return [Holder._from_row(row) for row in self._native.list(prefix)]
 
     def __repr__(self) -> str:
         return f"Store({self.address!r})"
+
+
+class RwLock(RwLockHandle):
+    """A read-write lock: readers hold it together, a writer alone (a
+    writer waits for the readers to leave)."""
+
+    def read(
+        self, *, ttl: float = DEFAULT_TTL, wait: Optional[float] = None, label: Optional[str] = None
+    ) -> Lease:
+        """Takes a reader's share, waiting while a writer holds the lock."""
+        return Lease(self._store.acquire("read", [self.name], 0, 0, ttl, wait, label, True))
+
+    def write(
+        self, *, ttl: float = DEFAULT_TTL, wait: Optional[float] = None, label: Optional[str] = None
+    ) -> Lease:
+        """Takes the writer's side, waiting for every holder to leave."""
+        return Lease(self._store.acquire("write", [self.name], 0, 0, ttl, wait, label, True))
+
+    def try_read(self, *, ttl: float = DEFAULT_TTL, label: Optional[str] = None) -> Lease:
+        """A reader's share now, or :class:`lockward.Busy`."""
+        return self.read(ttl=ttl, wait=0.0, label=label)
+
+    def try_write(self, *, ttl: float = DEFAULT_TTL, label: Optional[str] = None) -> Lease:
+        """The writer's side now, or :class:`lockward.Busy`."""
+        return self.write(ttl=ttl, wait=0.0, label=label)
+
+
+class Semaphore(SemaphoreHandle):
+    """Up to ``permits`` holders at once, across every instance."""
+
+    def acquire(
+        self,
+        take: int = 1,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        label: Optional[str] = None,
+    ) -> Lease:
+        """Takes ``take`` permits, waiting until they are free."""
+        return Lease(
+            self._store.acquire("permits", [self.name], self.permits, take, ttl, wait, label, True)
+        )
+
+    def try_acquire(
+        self, take: int = 1, *, ttl: float = DEFAULT_TTL, label: Optional[str] = None
+    ) -> Lease:
+        """Takes ``take`` permits now, or raises :class:`lockward.NoPermits`."""
+        return self.acquire(take, ttl=ttl, wait=0.0, label=label)
+
+
+class RateLimit(RateLimitHandle):
+    """A rate limit shared by every instance that checks it by name."""
+
+    def check(self, subject: str) -> Decision:
+        """Counts one request of ``subject`` (a user, an API key) and says
+        whether it may go on."""
+        limit, period, burst = self._limit
+        return Decision._from_verdict(self._store.check_rate(self.name, subject, limit, period, burst))

@@ -19,10 +19,12 @@ from types import TracebackType
 from typing import Any, Callable, Generator, Optional, Sequence, Type, TypeVar
 
 from . import _native
+from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
 from ._sync import DEFAULT_TTL
+from ._values import Decision
 from .errors import Lost
 
-__all__ = ["Store", "Lease", "LostEvent"]
+__all__ = ["Store", "Lease", "LostEvent", "RwLock", "Semaphore", "RateLimit"]
 
 T = TypeVar("T")
 
@@ -217,7 +219,7 @@ class Store:
         """Takes the lock ``name``, waiting up to ``wait`` seconds
         (``None``: without a limit); await it, or ``async with`` it."""
         return _Acquisition(
-            lambda done: self._native.lock_async([name], ttl, wait, label, renew, done)
+            lambda done: self._native.acquire_async("lock", [name], 0, 0, ttl, wait, label, renew, done)
         )
 
     def try_lock(
@@ -231,7 +233,7 @@ class Store:
         """Takes the lock ``name`` if it is free, else raises
         :class:`lockward.Busy`."""
         return _Acquisition(
-            lambda done: self._native.lock_async([name], ttl, 0.0, label, renew, done)
+            lambda done: self._native.acquire_async("lock", [name], 0, 0, ttl, 0.0, label, renew, done)
         )
 
     def lock_all(
@@ -246,8 +248,82 @@ class Store:
         """Takes every one of ``names``, all or none."""
         asked = list(names)
         return _Acquisition(
-            lambda done: self._native.lock_async(asked, ttl, wait, label, renew, done)
+            lambda done: self._native.acquire_async("lock", asked, 0, 0, ttl, wait, label, renew, done)
         )
+
+    def rw_lock(self, name: str) -> RwLock:
+        """The read-write lock ``name``."""
+        return RwLock(self._native, name)
+
+    def semaphore(self, name: str, permits: int) -> Semaphore:
+        """The semaphore ``name`` with ``permits`` permits."""
+        return Semaphore(self._native, name, permits)
+
+    def rate_limit(
+        self, name: str, limit: int, period: float, *, burst: Optional[int] = None
+    ) -> RateLimit:
+        """``limit`` requests per ``period`` seconds for each subject (see
+        :meth:`lockward.Store.rate_limit`)."""
+        return RateLimit(self._native, name, limit, period, burst)
 
     def __repr__(self) -> str:
         return f"aio.Store({self.address!r})"
+
+
+def _acquisition(
+    store: _native.Store,
+    kind: str,
+    name: str,
+    permits: int,
+    take: int,
+    ttl: float,
+    wait: Optional[float],
+    label: Optional[str],
+) -> _Acquisition:
+    return _Acquisition(
+        lambda done: store.acquire_async(kind, [name], permits, take, ttl, wait, label, True, done)
+    )
+
+
+class RwLock(RwLockHandle):
+    """A read-write lock (see :class:`lockward.RwLock`), awaited."""
+
+    def read(
+        self, *, ttl: float = DEFAULT_TTL, wait: Optional[float] = None, label: Optional[str] = None
+    ) -> _Acquisition:
+        """A reader's share; await it or ``async with`` it."""
+        return _acquisition(self._store, "read", self.name, 0, 0, ttl, wait, label)
+
+    def write(
+        self, *, ttl: float = DEFAULT_TTL, wait: Optional[float] = None, label: Optional[str] = None
+    ) -> _Acquisition:
+        """The writer's side; await it or ``async with`` it."""
+        return _acquisition(self._store, "write", self.name, 0, 0, ttl, wait, label)
+
+
+class Semaphore(SemaphoreHandle):
+    """A semaphore (see :class:`lockward.Semaphore`), awaited."""
+
+    def acquire(
+        self,
+        take: int = 1,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        label: Optional[str] = None,
+    ) -> _Acquisition:
+        """``take`` permits; await it or ``async with`` it."""
+        return _acquisition(self._store, "permits", self.name, self.permits, take, ttl, wait, label)
+
+
+class RateLimit(RateLimitHandle):
+    """A rate limit (see :class:`lockward.RateLimit`), awaited."""
+
+    async def check(self, subject: str) -> Decision:
+        """Counts one request of ``subject``."""
+        limit, period, burst = self._limit
+
+        def start(done: Done[_native.Verdict]) -> _native.Pending:
+            return self._store.check_rate(self.name, subject, limit, period, burst, done)
+
+        return Decision._from_verdict(await _call(start))

@@ -4,37 +4,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use lockward::recipe::MultiGuard;
-use lockward::{Guard, LostSignal};
+use lockward::recipe::Held;
+use lockward::LostSignal;
 use pyo3::prelude::*;
 use tokio::sync::Mutex;
 
 use crate::durations::optional_seconds;
 use crate::task::{block_on, settle, Pending};
 
-/// What a lease holds.
-pub(crate) enum Held {
-    One(Guard),
-    All(MultiGuard),
-}
-
-impl Held {
-    fn fences(&self) -> Vec<u64> {
-        match self {
-            Held::One(g) => vec![g.fence()],
-            Held::All(all) => all.guards().iter().map(Guard::fence).collect(),
-        }
-    }
-
-    fn lost_signal(&self) -> LostSignal {
-        match self {
-            Held::One(g) => g.lost_signal(),
-            Held::All(all) => all.lost_signal(),
-        }
-    }
-}
-
-/// A held lock (or several, taken together).
+/// A held lock (or several taken together, a reader's share, permits).
 #[pyclass(frozen, module = "lockward._native")]
 pub(crate) struct Lease {
     name: String,
@@ -48,12 +26,8 @@ pub(crate) struct Lease {
 
 impl Lease {
     pub(crate) fn new(held: Held) -> Lease {
-        let name = match &held {
-            Held::One(g) => g.name().to_string(),
-            Held::All(all) => all.guards()[0].name().to_string(),
-        };
         Lease {
-            name,
+            name: held.name(),
             fences: held.fences(),
             pid: std::process::id(),
             lost: held.lost_signal(),
@@ -81,13 +55,7 @@ async fn extend(
     ttl: Option<std::time::Duration>,
 ) -> lockward::Result<()> {
     match held.lock().await.as_ref() {
-        Some(Held::One(g)) => g.extend(ttl).await,
-        Some(Held::All(all)) => {
-            for g in all.guards() {
-                g.extend(ttl).await?;
-            }
-            Ok(())
-        }
+        Some(held) => held.extend(ttl).await,
         None => Err(lockward::Error::NotOwner { name }),
     }
 }
@@ -96,8 +64,7 @@ async fn extend(
 async fn release(held: Arc<Mutex<Option<Held>>>) -> lockward::Result<()> {
     let taken = held.lock().await.take();
     match taken {
-        Some(Held::One(g)) => g.release().await,
-        Some(Held::All(all)) => all.release().await,
+        Some(held) => held.release().await,
         None => Ok(()),
     }
 }

@@ -7,6 +7,8 @@ use pyo3::prelude::*;
 mod durations;
 mod errors;
 mod lease;
+mod limits;
+mod rows;
 mod runtime;
 mod store;
 mod task;

@@ -6,8 +6,13 @@ use std::sync::Mutex;
 use lockward::{LockOptions, Renewal};
 use pyo3::prelude::*;
 
+use lockward::recipe::{Held, Wanted};
+
 use crate::durations::{optional_seconds, seconds};
-use crate::lease::{Held, Lease};
+use crate::errors::invalid;
+use crate::lease::Lease;
+use crate::limits::{self, Verdict};
+use crate::rows::{row_of, Row};
 use crate::task::{block_on, settle, Pending};
 
 /// A lockward store, shared by every thread of the process.
@@ -39,21 +44,49 @@ impl Store {
     }
 }
 
-/// What a lock call asks for, checked.
+/// What an acquisition asks for, checked.
 struct Ask {
+    kind: Kind,
     names: Vec<String>,
+    permits: u32,
+    take: u32,
     opts: LockOptions,
     try_only: bool,
 }
 
+/// The kinds of hold Python asks for by name.
+#[derive(Clone, Copy)]
+enum Kind {
+    Lock,
+    Read,
+    Write,
+    Permits,
+}
+
 impl Ask {
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        kind: &str,
         names: Vec<String>,
+        permits: u32,
+        take: u32,
         ttl: f64,
         wait: Option<f64>,
         label: Option<String>,
         renew: bool,
     ) -> PyResult<Ask> {
+        let kind = match kind {
+            "lock" => Kind::Lock,
+            "read" => Kind::Read,
+            "write" => Kind::Write,
+            "permits" => Kind::Permits,
+            other => return Err(invalid(format!("kind: {other:?} is not a kind of hold"))),
+        };
+        if names.is_empty() || (names.len() > 1 && !matches!(kind, Kind::Lock)) {
+            return Err(invalid(
+                "names: give one name (several only for locks taken together)".into(),
+            ));
+        }
         let mut opts = LockOptions::new().ttl(seconds("ttl", ttl)?);
         if !renew {
             opts = opts.renewal(Renewal::Off);
@@ -68,25 +101,28 @@ impl Ask {
             Some(wait) => opts.wait(wait),
         };
         Ok(Ask {
+            kind,
             names,
+            permits,
+            take,
             opts,
             try_only,
         })
     }
 
-    /// Takes the lock (or, with several names, all of them).
+    /// Takes what was asked for.
     async fn take(self, store: lockward::Store) -> lockward::Result<Held> {
-        let Ask {
-            names,
-            opts,
-            try_only,
-        } = self;
-        match names.as_slice() {
-            [name] if try_only => store.try_acquire(name, &opts).await.map(Held::One),
-            [name] => store.acquire(name, &opts).await.map(Held::One),
-            _ if try_only => store.try_acquire_all(&names, &opts).await.map(Held::All),
-            _ => store.acquire_all(&names, &opts).await.map(Held::All),
-        }
+        let wanted = match self.kind {
+            Kind::Lock => Wanted::Locks(&self.names),
+            Kind::Read => Wanted::Read(&self.names[0]),
+            Kind::Write => Wanted::Write(&self.names[0]),
+            Kind::Permits => Wanted::Permits {
+                semaphore: &self.names[0],
+                permits: self.permits,
+                take: self.take,
+            },
+        };
+        Held::take(&store, wanted, &self.opts, self.try_only).await
     }
 }
 
@@ -111,45 +147,95 @@ impl Store {
         Ok(self.here(py)?.address())
     }
 
-    /// Takes the lock `names[0]` (or every one of `names`, all or none),
-    /// waiting up to `wait` seconds (`None`: without a limit; `0`: only
-    /// if free), the GIL released; Ctrl-C ends the wait and leaves nothing
-    /// held.
-    #[pyo3(signature = (names, ttl, wait, label, renew))]
-    fn lock(
+    /// Takes a hold of `kind` ("lock": `names[0]`, or every one of
+    /// `names`, all or none; "read", "write": a read-write lock's sides;
+    /// "permits": `take` of a semaphore's `permits`), waiting up to `wait`
+    /// seconds (`None`: without a limit; `0`: only if free), the GIL
+    /// released; Ctrl-C ends the wait and leaves nothing held.
+    #[pyo3(signature = (kind, names, permits, take, ttl, wait, label, renew))]
+    #[allow(clippy::too_many_arguments)]
+    fn acquire(
         &self,
         py: Python<'_>,
+        kind: &str,
         names: Vec<String>,
+        permits: u32,
+        take: u32,
         ttl: f64,
         wait: Option<f64>,
         label: Option<String>,
         renew: bool,
     ) -> PyResult<Lease> {
-        let ask = Ask::new(names, ttl, wait, label, renew)?;
+        let ask = Ask::new(kind, names, permits, take, ttl, wait, label, renew)?;
         let store = self.here(py)?;
         let held = block_on(py, ask.take(store))?;
         Ok(Lease::new(held))
     }
 
-    /// As `lock`, in the background: `done(lease, None)` or
+    /// As `acquire`, in the background: `done(lease, None)` or
     /// `done(None, exception)` is called from another thread.
-    #[pyo3(signature = (names, ttl, wait, label, renew, done))]
+    #[pyo3(signature = (kind, names, permits, take, ttl, wait, label, renew, done))]
     #[allow(clippy::too_many_arguments)]
-    fn lock_async(
+    fn acquire_async(
         &self,
         py: Python<'_>,
+        kind: &str,
         names: Vec<String>,
+        permits: u32,
+        take: u32,
         ttl: f64,
         wait: Option<f64>,
         label: Option<String>,
         renew: bool,
         done: Py<PyAny>,
     ) -> PyResult<Pending> {
-        let ask = Ask::new(names, ttl, wait, label, renew)?;
+        let ask = Ask::new(kind, names, permits, take, ttl, wait, label, renew)?;
         let store = self.here(py)?;
         settle(ask.take(store), done, |py, held| {
             Ok(Py::new(py, Lease::new(held))?.into_any())
         })
+    }
+
+    /// The holder of `name`, if any.
+    fn inspect(&self, py: Python<'_>, name: String) -> PyResult<Option<Row>> {
+        let store = self.here(py)?;
+        let info = block_on(py, async move { store.inspect(&name).await })?;
+        Ok(info.map(row_of))
+    }
+
+    /// Every held lock (and reader's share or permit holder) whose name
+    /// starts with `prefix`.
+    fn list(&self, py: Python<'_>, prefix: String) -> PyResult<Vec<Row>> {
+        let store = self.here(py)?;
+        let rows = block_on(py, async move { store.list(&prefix).await })?;
+        Ok(rows.into_iter().map(row_of).collect())
+    }
+
+    /// Counts one request of `subject` against the rate limit `name` and
+    /// returns the verdict; or, given `done`, counts it in the background
+    /// and returns at once (`done(verdict, None)` or `done(None,
+    /// exception)` follows from another thread).
+    #[pyo3(signature = (name, subject, limit, period, burst, done=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn check_rate(
+        &self,
+        py: Python<'_>,
+        name: String,
+        subject: String,
+        limit: u64,
+        period: f64,
+        burst: Option<u64>,
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let period = seconds("period", period)?;
+        let store = self.here(py)?;
+        let check = limits::check(store, name, subject, limit, period, burst);
+        let verdict_of =
+            |py: Python<'_>, verdict: Verdict| Ok(verdict.into_pyobject(py)?.into_any().unbind());
+        match done {
+            None => verdict_of(py, block_on(py, check)?),
+            Some(done) => Ok(Py::new(py, settle(check, done, verdict_of)?)?.into_any()),
+        }
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

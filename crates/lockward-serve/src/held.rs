@@ -1,15 +1,12 @@
-//! What one lease stream holds, and how each kind is taken from the
-//! stream's first message: a lock (or several), a reader's share, permits,
-//! a leadership, or an idempotency key's claim.
+//! How a lease stream's first message is taken: a lock (or several), a
+//! reader's share or a writer's side, permits, a leadership, or an
+//! idempotency key's claim, each held as a [`Held`].
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use lockward::recipe::{
-    Begun, Candidate, Claim, ElectionConfig, Idempotency, Leadership, MultiGuard, Permit,
-    ReadGuard, RwLock, Semaphore,
-};
-use lockward::{Guard, LockOptions, LostSignal, Renewal, Store};
+use lockward::recipe::{Begun, Candidate, ElectionConfig, Held, Idempotency, Leadership, Wanted};
+use lockward::{LockOptions, Renewal, Store};
 use tonic::Status;
 
 use crate::errors::{invalid, status_of};
@@ -19,75 +16,11 @@ use crate::pb::{self, lease_event::Event};
 /// forever, as `lockward once` keeps it.
 const LONGEST: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
-/// What one stream holds.
-pub(crate) enum Held {
-    Lock(Guard),
-    All(MultiGuard),
-    Read(ReadGuard),
-    Permits(Permit),
-    Leader(Leadership),
-    Claim(Box<Claim>),
-}
-
 /// What the stream's first message got: something held, or an answer that
 /// ends the stream (an idempotency key's stored result, or "in progress").
 pub(crate) enum Taken {
     Held(Box<Held>),
     Answer(Event),
-}
-
-impl Held {
-    pub(crate) fn fences(&self) -> Vec<u64> {
-        self.guards().iter().map(|g| g.fence()).collect()
-    }
-
-    fn guards(&self) -> Vec<&Guard> {
-        match self {
-            Held::Lock(g) => vec![g],
-            Held::All(all) => all.guards().iter().collect(),
-            Held::Read(r) => vec![r.guard()],
-            Held::Permits(p) => vec![p.guard()],
-            Held::Leader(l) => vec![l.guard()],
-            Held::Claim(c) => vec![c.guard()],
-        }
-    }
-
-    pub(crate) fn deadline(&self) -> Instant {
-        self.guards()
-            .iter()
-            .map(|g| g.deadline())
-            .min()
-            .unwrap_or_else(Instant::now)
-    }
-
-    pub(crate) fn lost_signal(&self) -> LostSignal {
-        match self {
-            Held::All(all) => all.lost_signal(),
-            Held::Read(r) => r.lost_signal(),
-            other => other.guards()[0].lost_signal(),
-        }
-    }
-
-    /// Extends every lock held to `ttl` (`None`: the TTL it had).
-    pub(crate) async fn extend(&self, ttl: Option<Duration>) -> lockward::Result<()> {
-        for guard in self.guards() {
-            guard.extend(ttl).await?;
-        }
-        Ok(())
-    }
-
-    /// Gives everything back: a leader resigns, a claim is abandoned
-    /// (nothing stored).
-    pub(crate) async fn release(self) -> lockward::Result<()> {
-        match self {
-            Held::Lock(g) => g.release().await,
-            Held::All(all) => all.release().await,
-            Held::Read(r) => r.release().await,
-            Held::Permits(p) => p.release().await,
-            Held::Leader(l) => l.resign().await,
-            Held::Claim(c) => c.abandon().await,
-        }
-    }
 }
 
 /// Takes what the stream's first message asks for on `store` (the caller
@@ -136,7 +69,8 @@ fn with_wait(opts: LockOptions, wait_ms: Option<u64>) -> (LockOptions, bool) {
     }
 }
 
-/// Takes the lock(s), reader's share or permits an Acquire asks for.
+/// Takes the lock(s), reader's share, writer's side or permits an Acquire
+/// asks for.
 async fn acquire_lock(store: &Store, acquire: &pb::Acquire) -> lockward::Result<Held> {
     let (opts, try_only) = options(acquire);
     let kind =
@@ -149,54 +83,20 @@ async fn acquire_lock(store: &Store, acquire: &pb::Acquire) -> lockward::Result<
             "several names are taken together only as exclusive locks",
         )),
     };
-    match kind {
-        pb::Kind::Exclusive if acquire.names.len() > 1 => {
-            let names = &acquire.names;
-            let all = if try_only {
-                store.try_acquire_all(names, &opts).await
-            } else {
-                store.acquire_all(names, &opts).await
-            };
-            all.map(Held::All)
+    let wanted = match kind {
+        pb::Kind::Exclusive if acquire.names.is_empty() => {
+            return Err(refused("names", "give the lock's name"))
         }
-        pb::Kind::Exclusive => {
-            let name = one()?;
-            let guard = if try_only {
-                store.try_acquire(name, &opts).await
-            } else {
-                store.acquire(name, &opts).await
-            };
-            guard.map(Held::Lock)
-        }
-        pb::Kind::Shared => {
-            let lock = RwLock::new(store.clone(), one()?)?;
-            let reader = if try_only {
-                lock.try_read(&opts).await
-            } else {
-                lock.read(&opts).await
-            };
-            reader.map(Held::Read)
-        }
-        pb::Kind::Writer => {
-            let lock = RwLock::new(store.clone(), one()?)?;
-            let writer = if try_only {
-                lock.try_write(&opts).await
-            } else {
-                lock.write(&opts).await
-            };
-            writer.map(Held::Lock)
-        }
-        pb::Kind::Permits => {
-            let semaphore = Semaphore::new(store.clone(), one()?, acquire.permits)?;
-            let take = acquire.take.max(1);
-            let permit = if try_only {
-                semaphore.try_acquire_many(take, &opts).await
-            } else {
-                semaphore.acquire_many(take, &opts).await
-            };
-            permit.map(Held::Permits)
-        }
-    }
+        pb::Kind::Exclusive => Wanted::Locks(&acquire.names),
+        pb::Kind::Shared => Wanted::Read(one()?),
+        pb::Kind::Writer => Wanted::Write(one()?),
+        pb::Kind::Permits => Wanted::Permits {
+            semaphore: one()?,
+            permits: acquire.permits,
+            take: acquire.take.max(1),
+        },
+    };
+    Held::take(store, wanted, &opts, try_only).await
 }
 
 /// A request lockward refuses, with what was wrong.

@@ -6,12 +6,13 @@
 
 use std::time::{Duration, Instant};
 
+use lockward::recipe::Held;
 use lockward::{LostReason, Store};
 use tokio::sync::{mpsc, watch};
 use tonic::{Status, Streaming};
 
 use crate::errors::{invalid, status_of};
-use crate::held::{take, Held, Taken};
+use crate::held::{take, Taken};
 use crate::millis;
 use crate::pb::{self, lease_event::Event, lease_request::Request};
 

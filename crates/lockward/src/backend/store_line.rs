@@ -58,7 +58,8 @@ pub fn place_lease(ttl: Duration) -> Duration {
 
 /// [`LockBackend::acquire`] for stores with a line: a free lock is taken at
 /// once (without joining); otherwise the waiter joins the line and waits
-/// for its turn. Dropping the future leaves the line in the background.
+/// for its turn. A waiter that times out leaves the line before it
+/// returns; dropping the future leaves it in the background.
 ///
 /// Cancellation: dropping the future leaves the line (best effort; a place left
 /// behind lapses with its lease); a grant in flight is released by the
@@ -82,9 +83,18 @@ pub async fn acquire_in_line<B: InLine + ?Sized>(
         backend.try_in_line(req, place, ticket)
     })
     .await;
-    if let Ok(Some(_)) = grant {
+    match &grant {
         // The grant took our place out of the line.
-        leave.0 = None;
+        Ok(Some(_)) => leave.0 = None,
+        // Timed out: leave before saying so, so that a try made right
+        // after the error does not find this waiter's place still there.
+        Ok(None) => {
+            if let Some(leaving) = leave.0.take() {
+                leaving.await;
+            }
+        }
+        // The store failed: leaving may hang as long; in the background.
+        Err(_) => {}
     }
     grant
 }

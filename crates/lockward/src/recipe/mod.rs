@@ -3,6 +3,7 @@
 #[cfg(feature = "cron")]
 pub mod cron;
 pub mod election;
+pub mod held;
 pub mod idempotency;
 pub mod multi_lock;
 pub mod optimistic;
@@ -11,6 +12,7 @@ pub mod rw_lock;
 pub mod semaphore;
 
 pub use election::{elections, Candidate, ElectionConfig, Leadership, Revoked};
+pub use held::{Held, Wanted};
 pub use idempotency::{Begun, Claim, Idempotency, IdempotencyError, Idempotent};
 pub use multi_lock::MultiGuard;
 pub use optimistic::{Applied, Change, Optimistic, UpdateError, Updated};
