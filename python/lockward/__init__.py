@@ -14,7 +14,10 @@ asyncio.
 """
 
 from . import aio, errors
-from ._sync import DEFAULT_TTL, Lease, LostEvent, RateLimit, RwLock, Semaphore, Store
+from ._election import Leadership, RevokedEvent
+from ._keys import KEEP_LONGEST, Claim, InProgress
+from ._lease import DEFAULT_TTL, Lease, LostEvent
+from ._sync import RateLimit, RwLock, Semaphore, Store
 from ._values import Decision, Holder
 from .errors import (
     Busy,
@@ -36,6 +39,11 @@ __all__ = [
     "aio",
     "errors",
     "DEFAULT_TTL",
+    "KEEP_LONGEST",
+    "Claim",
+    "InProgress",
+    "Leadership",
+    "RevokedEvent",
     "Decision",
     "Holder",
     "Lease",

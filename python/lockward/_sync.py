@@ -1,4 +1,4 @@
-"""The blocking API: a :class:`Store` and the :class:`Lease` of a held lock.
+"""The blocking API: a :class:`Store` and what it takes.
 
 Every wait releases the GIL (other threads run) and is interrupted by
 Ctrl-C within 50 ms, leaving nothing held. A ``Store`` is safe to share
@@ -8,124 +8,19 @@ its own at its first call.
 
 from __future__ import annotations
 
-import logging
+import os
+import socket
 import time
-import warnings
-from types import TracebackType
-from typing import Optional, Sequence, Type
+from typing import Callable, Optional, Sequence
 
 from . import _native
+from ._election import Leadership
 from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
+from ._keys import KEEP_LONGEST, Claim, InProgress
+from ._lease import DEFAULT_TTL, Lease, LostEvent
 from ._values import Decision, Holder
-from .errors import Lost
 
 __all__ = ["Store", "Lease", "LostEvent", "RwLock", "Semaphore", "RateLimit", "DEFAULT_TTL"]
-
-log = logging.getLogger("lockward")
-
-#: The TTL of a lease unless ``ttl=`` says otherwise, in seconds.
-DEFAULT_TTL = 30.0
-
-
-class LostEvent:
-    """Set when a lease is lost, like a :class:`threading.Event` that only
-    lockward sets."""
-
-    def __init__(self, lease: _native.Lease) -> None:
-        self._lease = lease
-
-    def is_set(self) -> bool:
-        """Whether the lease was lost."""
-        return self._lease.lost_reason() is not None
-
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        """Waits until the lease is lost or ``timeout`` seconds pass
-        (``None``: without a limit); returns :meth:`is_set`. The GIL is
-        released while it waits, and Ctrl-C interrupts it."""
-        return self._lease.wait_lost(timeout)
-
-
-class Lease:
-    """A held lock: its fencing token, its deadline, and whether it was lost.
-
-    It renews itself in the background every third of its TTL (unless taken
-    with ``renew=False``). Use it as a context manager, or call
-    :meth:`release`; a lease dropped while held is released in the
-    background with a :class:`ResourceWarning`.
-    """
-
-    def __init__(self, native: _native.Lease) -> None:
-        self._native = native
-        self.lost = LostEvent(native)
-        """Set when the lease is lost."""
-
-    @property
-    def name(self) -> str:
-        """The lock's name (the first, for several taken together)."""
-        return self._native.name
-
-    @property
-    def fence(self) -> int:
-        """The fencing token: larger than every token issued before for
-        the name. Send it with every write; the resource refuses older
-        ones."""
-        return self._native.fences[0]
-
-    @property
-    def fences(self) -> list[int]:
-        """The fence of each name, in the order given."""
-        return self._native.fences
-
-    @property
-    def deadline(self) -> float:
-        """When the lease ends unless renewed, on :func:`time.monotonic`'s
-        scale; never later than the store's."""
-        return time.monotonic() + self._native.remaining()
-
-    def raise_if_lost(self) -> None:
-        """Raises :class:`lockward.Lost` if the lease was lost."""
-        reason = self._native.lost_reason()
-        if reason is not None:
-            raise Lost(f"lock {self.name!r} was lost: {reason}")
-
-    def extend(self, ttl: Optional[float] = None) -> None:
-        """Renews the lease for ``ttl`` seconds (``None``: its own TTL)."""
-        self._native.extend(ttl)
-
-    def release(self) -> None:
-        """Releases the lock; a second call does nothing. Raises
-        :class:`lockward.Lost` when it had been lost already (work done
-        after the loss may have overlapped with another holder)."""
-        self._native.release()
-
-    def __enter__(self) -> Lease:
-        return self
-
-    def __exit__(
-        self,
-        kind: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        try:
-            self.release()
-        except Lost:
-            if error is None:
-                raise
-            # The body's own exception says more; do not hide it.
-            log.warning("lock %r was lost before the failing block ended", self.name)
-
-    def __del__(self) -> None:
-        native = getattr(self, "_native", None)
-        if native is not None and not native.is_released():
-            warnings.warn(
-                f"lock {native.name!r} was dropped without release(); released in the background",
-                ResourceWarning,
-                stacklevel=2,
-            )
-
-    def __repr__(self) -> str:
-        return f"<Lease {self.name!r} fence={self.fence}>"
 
 
 class Store:
@@ -208,6 +103,87 @@ class Store:
         shared by every instance: counted in fixed windows, or, with
         ``burst``, spread evenly (GCRA) with bursts of up to ``burst``."""
         return RateLimit(self._native, name, limit, period, burst)
+
+    def elect(
+        self,
+        election: str,
+        identity: str,
+        *,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        wait: Optional[float] = None,
+    ) -> Leadership:
+        """Campaigns in ``election`` as ``identity`` (the name observers
+        see) and returns when elected; ``wait`` bounds the campaign (``0``:
+        only if nobody leads, else :class:`lockward.Busy`). Timing as
+        client-go's: retry period < renew deadline < lease duration."""
+        native = self._native.campaign(
+            election, identity, lease_duration, renew_deadline, retry_period, wait
+        )
+        return Leadership(native, identity)
+
+    def leader(self, election: str) -> Optional[str]:
+        """The identity of ``election``'s leader, or ``None``."""
+        return self._native.leader(election)
+
+    def claim(
+        self,
+        key: str,
+        *,
+        namespace: str = "idem",
+        keep: Optional[float] = 86400.0,
+        wait: bool = False,
+        ttl: float = DEFAULT_TTL,
+        label: Optional[str] = None,
+    ) -> Claim:
+        """Looks for the stored result of idempotency key ``key`` and claims
+        the key when there is none (see :class:`Claim`). ``keep``: seconds
+        to keep the result, ``None`` forever (stores that can; else
+        :class:`lockward.NotSupported`), :data:`KEEP_LONGEST` forever where
+        the store can. ``wait``: wait while another caller runs it, instead
+        of :attr:`Claim.in_progress`."""
+        found, value = self._native.claim(key, namespace, keep, wait, ttl, label)
+        return Claim(found, value)
+
+    def idempotent(
+        self,
+        key: str,
+        operation: Callable[[Lease], str],
+        *,
+        namespace: str = "idem",
+        keep: Optional[float] = 86400.0,
+        wait: bool = False,
+        ttl: float = DEFAULT_TTL,
+    ) -> tuple[str, bool]:
+        """Runs ``operation(lease)`` at most once for ``key``, across every
+        instance, and returns ``(result, ran)``: its result and ``True``, or
+        the stored result of an earlier run and ``False``. An exception
+        from ``operation`` stores nothing and propagates; a duplicate that
+        arrives while it runs raises :class:`InProgress` (or, with
+        ``wait``, waits for the result)."""
+        with self.claim(key, namespace=namespace, keep=keep, wait=wait, ttl=ttl) as claim:
+            if claim.stored is not None:
+                return claim.stored, False
+            if claim.lease is None:
+                raise InProgress(f"{key} runs elsewhere right now")
+            result = operation(claim.lease)
+            claim.complete(result)
+            return result, True
+
+    def once(self, key: str, job: Callable[[Lease], object]) -> bool:
+        """Runs ``job(lease)`` to success at most once for ``key`` across
+        every instance and all time (a migration), waiting while another
+        instance runs it; returns whether this call ran it. The same keys as
+        ``lockward once KEY``; a job that raises records nothing."""
+
+        def run(lease: Lease) -> str:
+            job(lease)
+            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            return f"by {socket.gethostname()}:{os.getpid()} at {at} with fence {lease.fence}"
+
+        _, ran = self.idempotent(key, run, namespace="once", keep=KEEP_LONGEST, wait=True)
+        return ran
 
     def inspect(self, name: str) -> Optional[Holder]:
         """The holder of ``name``, or ``None`` when nobody holds it."""

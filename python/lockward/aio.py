@@ -20,7 +20,7 @@ from typing import Any, Callable, Generator, Optional, Sequence, Type, TypeVar
 
 from . import _native
 from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
-from ._sync import DEFAULT_TTL
+from ._lease import DEFAULT_TTL
 from ._values import Decision
 from .errors import Lost
 

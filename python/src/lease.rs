@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use lockward::recipe::Held;
+use lockward::recipe::{Held, Revocation};
 use lockward::LostSignal;
 use pyo3::prelude::*;
 use tokio::sync::Mutex;
@@ -22,15 +22,22 @@ pub(crate) struct Lease {
     /// `None` once released.
     held: Arc<Mutex<Option<Held>>>,
     lost: LostSignal,
+    /// A leadership's revocation (a leader stops at its renew deadline).
+    revocation: Option<Revocation>,
 }
 
 impl Lease {
     pub(crate) fn new(held: Held) -> Lease {
+        let revocation = match &held {
+            Held::Leader(leadership) => Some(leadership.revocation()),
+            _ => None,
+        };
         Lease {
             name: held.name(),
             fences: held.fences(),
             pid: std::process::id(),
             lost: held.lost_signal(),
+            revocation,
             held: Arc::new(Mutex::new(Some(held))),
         }
     }
@@ -56,6 +63,26 @@ async fn extend(
 ) -> lockward::Result<()> {
     match held.lock().await.as_ref() {
         Some(held) => held.extend(ttl).await,
+        None => Err(lockward::Error::NotOwner { name }),
+    }
+}
+
+/// Stores `result` as a claimed key's result, then releases the key.
+async fn complete(
+    held: Arc<Mutex<Option<Held>>>,
+    name: String,
+    result: String,
+) -> lockward::Result<()> {
+    let taken = held.lock().await.take();
+    match taken {
+        Some(Held::Claim(claim)) => claim.complete(&result).await,
+        Some(other) => {
+            let _ = other.release().await;
+            Err(lockward::Error::InvalidArgument {
+                what: "complete",
+                why: format!("{name} is not an idempotency key's claim"),
+            })
+        }
         None => Err(lockward::Error::NotOwner { name }),
     }
 }
@@ -158,6 +185,40 @@ impl Lease {
     fn release_async(&self, done: Py<PyAny>) -> PyResult<Pending> {
         self.in_its_process()?;
         settle(release(self.held.clone()), done, |py, ()| Ok(py.None()))
+    }
+
+    /// A leadership: whether it ended without a resign (its renewals failed
+    /// for the renew deadline, or the store said it is gone).
+    fn is_revoked(&self) -> bool {
+        self.revocation.as_ref().is_some_and(Revocation::is_revoked)
+    }
+
+    /// A leadership: waits until it is revoked or `timeout` seconds pass;
+    /// returns whether it was. Ctrl-C interrupts it.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_revoked(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let timeout = optional_seconds("timeout", timeout)?;
+        let Some(mut revocation) = self.revocation.clone() else {
+            return Err(crate::errors::invalid(format!(
+                "{:?} is not a leadership",
+                self.name
+            )));
+        };
+        block_on(py, async move {
+            match timeout {
+                None => {
+                    revocation.wait().await;
+                    Ok(true)
+                }
+                Some(t) => Ok(tokio::time::timeout(t, revocation.wait()).await.is_ok()),
+            }
+        })
+    }
+
+    /// An idempotency key's claim: stores `result`, then releases the key.
+    fn complete(&self, py: Python<'_>, result: String) -> PyResult<()> {
+        self.in_its_process()?;
+        block_on(py, complete(self.held.clone(), self.name.clone(), result))
     }
 
     /// Whether the lease was released.

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use lockward::{LockOptions, Renewal};
 use pyo3::prelude::*;
 
-use lockward::recipe::{Held, Wanted};
+use lockward::recipe::{Begun, Candidate, ElectionConfig, Held, Idempotency, Wanted};
 
 use crate::durations::{optional_seconds, seconds};
 use crate::errors::invalid;
@@ -43,6 +43,10 @@ impl Store {
         Ok(store)
     }
 }
+
+/// How long a run-once job's record is kept on stores that cannot keep it
+/// forever, as `lockward once` keeps it.
+const LONGEST: std::time::Duration = std::time::Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// What an acquisition asks for, checked.
 struct Ask {
@@ -236,6 +240,97 @@ impl Store {
             None => verdict_of(py, block_on(py, check)?),
             Some(done) => Ok(Py::new(py, settle(check, done, verdict_of)?)?.into_any()),
         }
+    }
+
+    /// Campaigns in `election` as `identity` until elected (or `wait`
+    /// seconds pass; 0: only if nobody leads), with client-go's timing.
+    /// The leadership renews itself every `retry` seconds.
+    #[pyo3(signature = (election, identity, lease, renew_deadline, retry, wait))]
+    #[allow(clippy::too_many_arguments)]
+    fn campaign(
+        &self,
+        py: Python<'_>,
+        election: String,
+        identity: String,
+        lease: f64,
+        renew_deadline: f64,
+        retry: f64,
+        wait: Option<f64>,
+    ) -> PyResult<Lease> {
+        let config = ElectionConfig {
+            lease_duration: seconds("lease_duration", lease)?,
+            renew_deadline: seconds("renew_deadline", renew_deadline)?,
+            retry_period: seconds("retry_period", retry)?,
+        };
+        let wait = optional_seconds("wait", wait)?;
+        let candidate = Candidate::new(self.here(py)?, election.as_str(), identity, config)
+            .map_err(|e| crate::errors::to_py(&e))?;
+        let leadership = block_on(py, async move {
+            match wait {
+                Some(w) if w.is_zero() => candidate.try_campaign().await,
+                Some(w) => tokio::time::timeout(w, candidate.campaign())
+                    .await
+                    .unwrap_or(Err(lockward::Error::TimedOut {
+                        name: election,
+                        waited: w,
+                    })),
+                None => candidate.campaign().await,
+            }
+        })?;
+        Ok(Lease::new(Held::Leader(leadership)))
+    }
+
+    /// The identity of `election`'s leader, if anyone leads.
+    fn leader(&self, py: Python<'_>, election: String) -> PyResult<Option<String>> {
+        let observer = Candidate::new(
+            self.here(py)?,
+            election,
+            "observer",
+            ElectionConfig::default(),
+        )
+        .map_err(|e| crate::errors::to_py(&e))?;
+        block_on(py, async move { observer.leader().await })
+    }
+
+    /// Looks for the result of idempotency key `key` in `namespace`, and
+    /// claims the key when there is none: ("stored", result),
+    /// ("in_progress", None) or ("claimed", lease). `keep`: seconds, or
+    /// `None` for forever (stores that can), or -1 for forever where the
+    /// store can and ten years elsewhere.
+    #[pyo3(signature = (key, namespace, keep, wait, ttl, label))]
+    #[allow(clippy::too_many_arguments)]
+    fn claim(
+        &self,
+        py: Python<'_>,
+        key: String,
+        namespace: String,
+        keep: Option<f64>,
+        wait: bool,
+        ttl: f64,
+        label: Option<String>,
+    ) -> PyResult<(&'static str, Py<PyAny>)> {
+        let store = self.here(py)?;
+        let mut keys = Idempotency::new(store.clone()).namespace(namespace);
+        keys = match keep {
+            None => keys.permanent(),
+            Some(k) if k < 0.0 && store.capabilities().permanent_records => keys.permanent(),
+            Some(k) if k < 0.0 => keys.retention(LONGEST),
+            Some(k) => keys.retention(seconds("keep", k)?),
+        };
+        let mut opts = LockOptions::new().ttl(seconds("ttl", ttl)?).wait_forever();
+        if let Some(label) = label {
+            opts = opts.label(label);
+        }
+        let keys = keys.lock_options(opts).waiting(wait);
+        let begun = block_on(py, async move { keys.begin(&key).await })?;
+        Ok(match begun {
+            Begun::Stored(result) => ("stored", result.into_pyobject(py)?.into_any().unbind()),
+            Begun::InProgress => ("in_progress", py.None()),
+            Begun::Claimed(claim) => (
+                "claimed",
+                Py::new(py, Lease::new(Held::Claim(claim)))?.into_any(),
+            ),
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -97,3 +97,74 @@ def test_the_recipes_awaited(store_url: str) -> None:
         assert not (await limit.check("u")).allowed
 
     asyncio.run(main())
+
+
+@every_store
+def test_one_candidate_leads_and_a_resign_hands_over(store: lockward.Store) -> None:
+    election = unique("scheduler")
+    timing = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+    assert store.leader(election) is None
+    with store.elect(election, "node-a", **timing) as a:
+        assert a.is_leader and not a.revoked.is_set()
+        assert store.leader(election) == "node-a"
+        with pytest.raises(lockward.Busy):
+            store.elect(election, "node-b", wait=0, **timing)
+        # It renews itself: still leading past its lease duration.
+        assert not a.revoked.wait(timeout=3.5)
+        assert a.is_leader
+    assert not a.is_leader
+    with store.elect(election, "node-b", wait=5, **timing) as b:
+        assert b.epoch > a.epoch
+        assert store.leader(election) == "node-b"
+    with pytest.raises(lockward.InvalidArgument):
+        store.elect(election, "node-c", lease_duration=1, renew_deadline=2)
+
+
+@every_store
+def test_an_idempotent_operation_runs_once_and_duplicates_get_its_result(
+    store: lockward.Store,
+) -> None:
+    key = unique("order")
+    runs: list[int] = []
+
+    def charge(lease: lockward.Lease) -> str:
+        runs.append(lease.fence)
+        return "charged 42.00"
+
+    assert store.idempotent(key, charge) == ("charged 42.00", True)
+    assert store.idempotent(key, charge) == ("charged 42.00", False)
+    assert len(runs) == 1
+    with store.claim(key) as claim:
+        assert claim.stored == "charged 42.00" and claim.lease is None
+
+    failing = unique("refund")
+    with pytest.raises(RuntimeError):
+        store.idempotent(failing, lambda lease: (_ for _ in ()).throw(RuntimeError("declined")))
+    assert store.idempotent(failing, lambda lease: "refunded") == ("refunded", True)
+
+    running = unique("running")
+    with store.claim(running) as first:
+        assert first.lease is not None
+        with pytest.raises(lockward.InProgress):
+            store.idempotent(running, charge)
+        first.complete("done")
+    assert store.claim(running).stored == "done"
+
+
+@every_store
+def test_once_runs_a_job_to_success_once(store: lockward.Store) -> None:
+    key = unique("migrate")
+    runs: list[int] = []
+
+    def flaky(lease: lockward.Lease) -> None:
+        runs.append(lease.fence)
+        if len(runs) == 1:
+            raise RuntimeError("the first try fails")
+
+    with pytest.raises(RuntimeError):
+        store.once(key, flaky)
+    assert store.once(key, flaky) is True
+    assert store.once(key, flaky) is False
+    assert len(runs) == 2
+    record = store.claim(key, namespace="once").stored
+    assert record is not None and f"with fence {runs[1]}" in record

@@ -280,23 +280,18 @@ impl Leadership {
     /// Cancellation: cancel-safe; dropping the future misses nothing, a later
     /// call sees the revocation.
     pub async fn revoked(&self) -> Revoked {
-        let mut lost = self.guard.lost_signal();
-        let mut renewals = self.guard.lost_signal();
-        loop {
-            let stop_at = renewals
-                .deadline()
-                .checked_sub(self.margin)
-                .unwrap_or_else(Instant::now);
-            tokio::select! {
-                reason = lost.wait() => return self.revoke(Revoked::Lost(reason)),
-                _ = tokio::time::sleep_until(stop_at.into()) => {
-                    // A renewal may have moved the deadline meanwhile.
-                    if Instant::now() + self.margin >= renewals.deadline() {
-                        return self.revoke(Revoked::RenewDeadline);
-                    }
-                }
-                _ = renewals.changed() => {}
-            }
+        let how = self.revocation().wait().await;
+        self.revoke(how)
+    }
+
+    /// A watch of this leadership's revocation that owns what it needs, for
+    /// code that waits for it apart from the leadership (another task, a
+    /// binding to another language).
+    pub fn revocation(&self) -> Revocation {
+        Revocation {
+            lost: self.guard.lost_signal(),
+            renewals: self.guard.lost_signal(),
+            margin: self.margin,
         }
     }
 
@@ -322,6 +317,46 @@ impl Leadership {
     /// deadline.
     pub fn guard(&self) -> &Guard {
         &self.guard
+    }
+}
+
+/// A leadership's revocation, watched apart from it (see
+/// [`Leadership::revocation`]).
+#[derive(Debug, Clone)]
+pub struct Revocation {
+    lost: crate::guard::LostSignal,
+    renewals: crate::guard::LostSignal,
+    margin: Duration,
+}
+
+impl Revocation {
+    /// Resolves when the leadership ends without a resign (as
+    /// [`Leadership::revoked`], without its log line and metric).
+    ///
+    /// Cancellation: cancel-safe; a later call sees the revocation.
+    pub async fn wait(&mut self) -> Revoked {
+        loop {
+            let stop_at = self
+                .renewals
+                .deadline()
+                .checked_sub(self.margin)
+                .unwrap_or_else(Instant::now);
+            tokio::select! {
+                reason = self.lost.wait() => return Revoked::Lost(reason),
+                _ = tokio::time::sleep_until(stop_at.into()) => {
+                    // A renewal may have moved the deadline meanwhile.
+                    if Instant::now() + self.margin >= self.renewals.deadline() {
+                        return Revoked::RenewDeadline;
+                    }
+                }
+                _ = self.renewals.changed() => {}
+            }
+        }
+    }
+
+    /// Whether the leadership has ended without a resign by now.
+    pub fn is_revoked(&self) -> bool {
+        self.lost.is_lost() || Instant::now() + self.margin >= self.renewals.deadline()
     }
 }
 

@@ -11,7 +11,7 @@ pub mod rate_limit;
 pub mod rw_lock;
 pub mod semaphore;
 
-pub use election::{elections, Candidate, ElectionConfig, Leadership, Revoked};
+pub use election::{elections, Candidate, ElectionConfig, Leadership, Revocation, Revoked};
 pub use held::{Held, Wanted};
 pub use idempotency::{Begun, Claim, Idempotency, IdempotencyError, Idempotent};
 pub use multi_lock::MultiGuard;
