@@ -72,12 +72,21 @@ fn event(event: Event) -> pb::LeaseEvent {
 /// it holds, which releases it in the background.
 pub(crate) async fn serve(
     opening: Opening,
+    first_within: Duration,
     store: Store,
     mut requests: Streaming<pb::LeaseRequest>,
     events: Events,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let first = requests.message().await;
+    // A stream that never says what it wants must not keep a task forever.
+    let Ok(first) = tokio::time::timeout(first_within, requests.message()).await else {
+        let _ = events
+            .send(Err(invalid(format!(
+                "nothing asked within {first_within:?} of opening the stream"
+            ))))
+            .await;
+        return;
+    };
     let received = Instant::now();
     let first = match first {
         Ok(Some(pb::LeaseRequest {

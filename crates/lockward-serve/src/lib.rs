@@ -35,7 +35,7 @@ pub mod pb_dapr {
 pub use auth::{Token, TokenError};
 pub use dapr::{DaprLocks, DEFAULT_DAPR_STORE, FENCE_HEADER};
 pub use errors::{status_of, ERROR_KIND_KEY};
-pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN};
+pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN, MAX_STREAMS_PER_CONNECTION};
 pub use service::Service;
 
 /// Serves the API for `store` on `listen` until `shutdown` resolves.

@@ -228,6 +228,13 @@ impl Bound {
         }
         let router = tonic::transport::Server::builder()
             .accept_http1(true)
+            // One client may hold many leases on one connection, not
+            // without bound: a stream past the limit is refused.
+            .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            // A client that stops answering pings (frozen, gone without a
+            // FIN) has its streams ended, which releases its leases.
+            .http2_keepalive_interval(Some(KEEPALIVE))
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
             .add_routes(routes.into());
         let (served, path) = match self {
             Bound::Tcp(listener) => {
@@ -292,6 +299,16 @@ async fn set_health(health: &HealthReporter, status: ServingStatus) {
         health.set_service_status(name, status).await;
     }
 }
+
+/// The most streams (leases, candidacies, claims, observers) one
+/// connection may have open at once.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 16_384;
+
+/// How often the server pings a quiet connection.
+const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a ping may go unanswered before the connection is closed.
+const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How long a stopping server waits for its lease streams to release.
 const RELEASE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);

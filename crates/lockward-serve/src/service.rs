@@ -32,7 +32,12 @@ pub struct Service {
     dapr: DaprLocks,
     /// The token every call must carry, if one was set.
     token: Option<Token>,
+    /// How long a new stream may take to send its first message.
+    first_message: std::time::Duration,
 }
+
+/// How long a new stream may take to send its first message, by default.
+const FIRST_MESSAGE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Counts one lease stream while it is served.
 struct Serving(Arc<watch::Sender<usize>>);
@@ -61,7 +66,15 @@ impl Service {
             stop: Arc::new(stop),
             leases: Arc::new(watch::channel(0).0),
             token: None,
+            first_message: FIRST_MESSAGE,
         }
+    }
+
+    /// Ends a stream that sends nothing within `within` of opening (10 s
+    /// by default) with `INVALID_ARGUMENT`.
+    pub fn first_message_within(mut self, within: std::time::Duration) -> Service {
+        self.first_message = within;
+        self
     }
 
     /// Refuses every call that does not carry `token` (`authorization:
@@ -126,8 +139,9 @@ impl Service {
         let store = self.store.clone();
         let stopping = self.stopping.clone();
         let serving = Serving::start(&self.leases);
+        let first_within = self.first_message;
         tokio::spawn(async move {
-            crate::lease::serve(opening, store, requests, events, stopping).await;
+            crate::lease::serve(opening, first_within, store, requests, events, stopping).await;
             drop(serving);
         });
         Response::new(Box::pin(ReceiverStream::new(received)))
