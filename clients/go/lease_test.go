@@ -61,6 +61,9 @@ func startDaemon(store string, options ...string) (string, *exec.Cmd, error) {
 }
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(holderChildEnv); spec != "" {
+		holdAsAChild(spec)
+	}
 	dir, err := os.MkdirTemp("", "lockward-go-")
 	if err != nil {
 		panic(err)
