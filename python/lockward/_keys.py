@@ -4,6 +4,9 @@ once across every instance and all time (the keys of ``lockward once``)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import time
 from types import TracebackType
 from typing import Optional, Type
 
@@ -11,7 +14,7 @@ from . import _native
 from ._lease import Lease
 from .errors import Error
 
-__all__ = ["Claim", "InProgress", "KEEP_LONGEST"]
+__all__ = ["Claim", "InProgress", "KEEP_LONGEST", "read_found", "run_record"]
 
 #: ``keep=KEEP_LONGEST``: forever where the store can keep a record
 #: forever, ten years elsewhere.
@@ -21,6 +24,21 @@ KEEP_LONGEST = -1.0
 class InProgress(Error):
     """Another caller runs the key's operation right now (an API would
     answer "409, in progress")."""
+
+
+def read_found(found: _native.Found) -> tuple[Optional[str], bool, Optional[_native.Lease]]:
+    """What the native claim found: (the stored result, whether it runs
+    elsewhere, the claim's lease)."""
+    kind, value = found
+    stored = value if kind == "stored" and isinstance(value, str) else None
+    lease = value if isinstance(value, _native.Lease) else None
+    return stored, kind == "in_progress", lease
+
+
+def run_record(fence: int) -> str:
+    """What a run-once job records, as ``lockward once`` does."""
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"by {socket.gethostname()}:{os.getpid()} at {at} with fence {fence}"
 
 
 class Claim:
@@ -36,12 +54,9 @@ class Claim:
     'charged 42.00'
     """
 
-    def __init__(self, found: str, value: object) -> None:
-        self.stored: Optional[str] = value if found == "stored" and isinstance(value, str) else None
-        """The result of the run before this one, if the operation ran."""
-        self.in_progress = found == "in_progress"
-        """Another caller runs the operation right now."""
-        self.lease: Optional[Lease] = Lease(value) if isinstance(value, _native.Lease) else None
+    def __init__(self, found: _native.Found) -> None:
+        self.stored, self.in_progress, native = read_found(found)
+        self.lease: Optional[Lease] = None if native is None else Lease(native)
         """The key's lock, when this caller must run the operation: its
         fence fences the operation's writes."""
 

@@ -19,11 +19,22 @@ class Lease:
     def release_async(self, done: Callable[[None, Optional[BaseException]], None]) -> Pending: ...
     def is_released(self) -> bool: ...
     def is_revoked(self) -> bool: ...
+    @overload
     def wait_revoked(self, timeout: Optional[float] = None) -> bool: ...
+    @overload
+    def wait_revoked(
+        self, timeout: Optional[float], done: Callable[[Optional[bool], Optional[BaseException]], None]
+    ) -> Pending: ...
+    @overload
     def complete(self, result: str) -> None: ...
+    @overload
+    def complete(
+        self, result: str, done: Callable[[None, Optional[BaseException]], None]
+    ) -> Pending: ...
 
 Row = tuple[str, str, Optional[str], Optional[int], Optional[float], Optional[int], str, Optional[str]]
 Verdict = tuple[bool, int, float]
+Found = tuple[str, object]
 
 class Store:
     def __init__(self, url: str) -> None: ...
@@ -53,6 +64,7 @@ class Store:
         done: Callable[[Optional[Lease], Optional[BaseException]], None],
     ) -> Pending: ...
     def inspect(self, name: str) -> Optional[Row]: ...
+    @overload
     def campaign(
         self,
         election: str,
@@ -62,7 +74,24 @@ class Store:
         retry: float,
         wait: Optional[float],
     ) -> Lease: ...
+    @overload
+    def campaign(
+        self,
+        election: str,
+        identity: str,
+        lease: float,
+        renew_deadline: float,
+        retry: float,
+        wait: Optional[float],
+        done: Callable[[Optional[Lease], Optional[BaseException]], None],
+    ) -> Pending: ...
+    @overload
     def leader(self, election: str) -> Optional[str]: ...
+    @overload
+    def leader(
+        self, election: str, done: Callable[[Optional[str], Optional[BaseException]], None]
+    ) -> Pending: ...
+    @overload
     def claim(
         self,
         key: str,
@@ -71,7 +100,18 @@ class Store:
         wait: bool,
         ttl: float,
         label: Optional[str],
-    ) -> tuple[str, object]: ...
+    ) -> Found: ...
+    @overload
+    def claim(
+        self,
+        key: str,
+        namespace: str,
+        keep: Optional[float],
+        wait: bool,
+        ttl: float,
+        label: Optional[str],
+        done: Callable[[Optional[Found], Optional[BaseException]], None],
+    ) -> Pending: ...
     def list(self, prefix: str) -> list[Row]: ...
     @overload
     def check_rate(

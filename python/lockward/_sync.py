@@ -8,15 +8,12 @@ its own at its first call.
 
 from __future__ import annotations
 
-import os
-import socket
-import time
 from typing import Callable, Optional, Sequence
 
 from . import _native
 from ._election import Leadership
 from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
-from ._keys import KEEP_LONGEST, Claim, InProgress
+from ._keys import KEEP_LONGEST, Claim, InProgress, run_record
 from ._lease import DEFAULT_TTL, Lease, LostEvent
 from ._values import Decision, Holder
 
@@ -143,8 +140,7 @@ class Store:
         :class:`lockward.NotSupported`), :data:`KEEP_LONGEST` forever where
         the store can. ``wait``: wait while another caller runs it, instead
         of :attr:`Claim.in_progress`."""
-        found, value = self._native.claim(key, namespace, keep, wait, ttl, label)
-        return Claim(found, value)
+        return Claim(self._native.claim(key, namespace, keep, wait, ttl, label))
 
     def idempotent(
         self,
@@ -179,8 +175,7 @@ class Store:
 
         def run(lease: Lease) -> str:
             job(lease)
-            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            return f"by {socket.gethostname()}:{os.getpid()} at {at} with fence {lease.fence}"
+            return run_record(lease.fence)
 
         _, ran = self.idempotent(key, run, namespace="once", keep=KEEP_LONGEST, wait=True)
         return ran

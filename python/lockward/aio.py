@@ -16,15 +16,26 @@ import asyncio
 import time
 import warnings
 from types import TracebackType
-from typing import Any, Callable, Generator, Optional, Sequence, Type, TypeVar
+from typing import Any, Awaitable, Callable, Generator, Optional, Sequence, Type, TypeVar
 
 from . import _native
 from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
+from ._keys import KEEP_LONGEST, InProgress, read_found, run_record
 from ._lease import DEFAULT_TTL
 from ._values import Decision
 from .errors import Lost
 
-__all__ = ["Store", "Lease", "LostEvent", "RwLock", "Semaphore", "RateLimit"]
+__all__ = [
+    "Store",
+    "Lease",
+    "LostEvent",
+    "Leadership",
+    "RevokedEvent",
+    "Claim",
+    "RwLock",
+    "Semaphore",
+    "RateLimit",
+]
 
 T = TypeVar("T")
 
@@ -142,6 +153,101 @@ class Lease:
         return f"<aio.Lease {self.name!r} fence={self.fence}>"
 
 
+class RevokedEvent:
+    """Set when a leadership ends without a resign."""
+
+    def __init__(self, lease: _native.Lease) -> None:
+        self._lease = lease
+
+    def is_set(self) -> bool:
+        """Whether the leadership was revoked."""
+        return self._lease.is_revoked()
+
+    async def wait(self) -> None:
+        """Waits until the leadership is revoked."""
+
+        def start(done: Done[bool]) -> _native.Pending:
+            return self._lease.wait_revoked(None, done)
+
+        await _call(start)
+
+
+class Leadership:
+    """This candidate leads, until it resigns or :attr:`revoked` is set
+    (see :class:`lockward.Leadership`)."""
+
+    def __init__(self, native: _native.Lease, identity: str) -> None:
+        self._native = native
+        self.identity = identity
+        """The name this candidate campaigned as."""
+        self.revoked = RevokedEvent(native)
+        """Set when the leadership ends without a resign."""
+
+    @property
+    def election(self) -> str:
+        """The election's name."""
+        return self._native.name
+
+    @property
+    def epoch(self) -> int:
+        """The fencing token of this leadership."""
+        return self._native.fences[0]
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this candidate still leads."""
+        return not self._native.is_released() and not self._native.is_revoked()
+
+    async def resign(self) -> None:
+        """Gives the leadership up at once."""
+        await _call(self._native.release_async)
+
+    async def __aenter__(self) -> Leadership:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: Optional[Type[BaseException]],
+        error: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        if not self._native.is_released():
+            await self.resign()
+
+
+class Claim:
+    """What :meth:`Store.claim` found for a key (see :class:`lockward.Claim`)."""
+
+    def __init__(self, found: _native.Found) -> None:
+        self.stored, self.in_progress, native = read_found(found)
+        self.lease: Optional[Lease] = None if native is None else Lease(native)
+        """The key's lock, when this caller must run the operation."""
+
+    async def complete(self, result: str) -> None:
+        """Stores ``result``, then releases the key."""
+        if self.lease is None:
+            raise InProgress("this claim does not hold the key: nothing to complete")
+        native = self.lease._native
+        await _call(lambda done: native.complete(result, done))
+
+    async def abandon(self) -> None:
+        """Releases the key without storing anything."""
+        if self.lease is not None:
+            await self.lease.release()
+
+    async def __aenter__(self) -> Claim:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: Optional[Type[BaseException]],
+        error: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        if self.lease is not None and not self.lease._native.is_released():
+            await self.abandon()
+
+
 class _Acquisition:
     """What :meth:`Store.lock` returns: await it for the lease, or use it
     with ``async with`` to hold the lock for a block that is cancelled if
@@ -250,6 +356,82 @@ class Store:
         return _Acquisition(
             lambda done: self._native.acquire_async("lock", asked, 0, 0, ttl, wait, label, renew, done)
         )
+
+    async def elect(
+        self,
+        election: str,
+        identity: str,
+        *,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        wait: Optional[float] = None,
+    ) -> Leadership:
+        """Campaigns until elected (see :meth:`lockward.Store.elect`);
+        cancelling the task ends the campaign."""
+
+        def start(done: Done[_native.Lease]) -> _native.Pending:
+            return self._native.campaign(
+                election, identity, lease_duration, renew_deadline, retry_period, wait, done
+            )
+
+        return Leadership(await _call(start), identity)
+
+    async def leader(self, election: str) -> Optional[str]:
+        """The identity of ``election``'s leader, or ``None``."""
+        return await _call(lambda done: self._native.leader(election, done))
+
+    async def claim(
+        self,
+        key: str,
+        *,
+        namespace: str = "idem",
+        keep: Optional[float] = 86400.0,
+        wait: bool = False,
+        ttl: float = DEFAULT_TTL,
+        label: Optional[str] = None,
+    ) -> Claim:
+        """Looks for ``key``'s stored result and claims the key when there
+        is none (see :meth:`lockward.Store.claim`)."""
+
+        def start(done: Done[_native.Found]) -> _native.Pending:
+            return self._native.claim(key, namespace, keep, wait, ttl, label, done)
+
+        return Claim(await _call(start))
+
+    async def idempotent(
+        self,
+        key: str,
+        operation: Callable[[Lease], Awaitable[str]],
+        *,
+        namespace: str = "idem",
+        keep: Optional[float] = 86400.0,
+        wait: bool = False,
+        ttl: float = DEFAULT_TTL,
+    ) -> tuple[str, bool]:
+        """Runs ``await operation(lease)`` at most once for ``key`` (see
+        :meth:`lockward.Store.idempotent`)."""
+        async with await self.claim(
+            key, namespace=namespace, keep=keep, wait=wait, ttl=ttl
+        ) as claim:
+            if claim.stored is not None:
+                return claim.stored, False
+            if claim.lease is None:
+                raise InProgress(f"{key} runs elsewhere right now")
+            result = await operation(claim.lease)
+            await claim.complete(result)
+            return result, True
+
+    async def once(self, key: str, job: Callable[[Lease], Awaitable[object]]) -> bool:
+        """Runs ``await job(lease)`` to success at most once for ``key``
+        across every instance and all time (see :meth:`lockward.Store.once`)."""
+
+        async def run(lease: Lease) -> str:
+            await job(lease)
+            return run_record(lease.fence)
+
+        _, ran = await self.idempotent(key, run, namespace="once", keep=KEEP_LONGEST, wait=True)
+        return ran
 
     def rw_lock(self, name: str) -> RwLock:
         """The read-write lock ``name``."""

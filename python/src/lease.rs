@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use tokio::sync::Mutex;
 
 use crate::durations::optional_seconds;
-use crate::task::{block_on, settle, Pending};
+use crate::task::{block_on, now_or_later, settle, Pending};
 
 /// A held lock (or several taken together, a reader's share, permits).
 #[pyclass(frozen, module = "lockward._native")]
@@ -194,9 +194,15 @@ impl Lease {
     }
 
     /// A leadership: waits until it is revoked or `timeout` seconds pass;
-    /// returns whether it was. Ctrl-C interrupts it.
-    #[pyo3(signature = (timeout=None))]
-    fn wait_revoked(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+    /// returns whether it was. Ctrl-C interrupts it. Given `done`, waits in
+    /// the background.
+    #[pyo3(signature = (timeout=None, done=None))]
+    fn wait_revoked(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let timeout = optional_seconds("timeout", timeout)?;
         let Some(mut revocation) = self.revocation.clone() else {
             return Err(crate::errors::invalid(format!(
@@ -204,7 +210,7 @@ impl Lease {
                 self.name
             )));
         };
-        block_on(py, async move {
+        let revoked = async move {
             match timeout {
                 None => {
                     revocation.wait().await;
@@ -212,13 +218,24 @@ impl Lease {
                 }
                 Some(t) => Ok(tokio::time::timeout(t, revocation.wait()).await.is_ok()),
             }
+        };
+        now_or_later(py, revoked, done, |py, revoked| {
+            Ok(revoked.into_pyobject(py)?.to_owned().into_any().unbind())
         })
     }
 
-    /// An idempotency key's claim: stores `result`, then releases the key.
-    fn complete(&self, py: Python<'_>, result: String) -> PyResult<()> {
+    /// An idempotency key's claim: stores `result`, then releases the key
+    /// (given `done`, in the background).
+    #[pyo3(signature = (result, done=None))]
+    fn complete(
+        &self,
+        py: Python<'_>,
+        result: String,
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         self.in_its_process()?;
-        block_on(py, complete(self.held.clone(), self.name.clone(), result))
+        let completed = complete(self.held.clone(), self.name.clone(), result);
+        now_or_later(py, completed, done, |py, ()| Ok(py.None()))
     }
 
     /// Whether the lease was released.

@@ -13,7 +13,7 @@ use crate::errors::invalid;
 use crate::lease::Lease;
 use crate::limits::{self, Verdict};
 use crate::rows::{row_of, Row};
-use crate::task::{block_on, settle, Pending};
+use crate::task::{block_on, now_or_later, settle, Pending};
 
 /// A lockward store, shared by every thread of the process.
 #[pyclass(frozen, module = "lockward._native")]
@@ -245,7 +245,7 @@ impl Store {
     /// Campaigns in `election` as `identity` until elected (or `wait`
     /// seconds pass; 0: only if nobody leads), with client-go's timing.
     /// The leadership renews itself every `retry` seconds.
-    #[pyo3(signature = (election, identity, lease, renew_deadline, retry, wait))]
+    #[pyo3(signature = (election, identity, lease, renew_deadline, retry, wait, done=None))]
     #[allow(clippy::too_many_arguments)]
     fn campaign(
         &self,
@@ -256,7 +256,8 @@ impl Store {
         renew_deadline: f64,
         retry: f64,
         wait: Option<f64>,
-    ) -> PyResult<Lease> {
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let config = ElectionConfig {
             lease_duration: seconds("lease_duration", lease)?,
             renew_deadline: seconds("renew_deadline", renew_deadline)?,
@@ -265,7 +266,7 @@ impl Store {
         let wait = optional_seconds("wait", wait)?;
         let candidate = Candidate::new(self.here(py)?, election.as_str(), identity, config)
             .map_err(|e| crate::errors::to_py(&e))?;
-        let leadership = block_on(py, async move {
+        let elected = async move {
             match wait {
                 Some(w) if w.is_zero() => candidate.try_campaign().await,
                 Some(w) => tokio::time::timeout(w, candidate.campaign())
@@ -276,12 +277,20 @@ impl Store {
                     })),
                 None => candidate.campaign().await,
             }
-        })?;
-        Ok(Lease::new(Held::Leader(leadership)))
+        };
+        now_or_later(py, elected, done, |py, leadership| {
+            Ok(Py::new(py, Lease::new(Held::Leader(leadership)))?.into_any())
+        })
     }
 
     /// The identity of `election`'s leader, if anyone leads.
-    fn leader(&self, py: Python<'_>, election: String) -> PyResult<Option<String>> {
+    #[pyo3(signature = (election, done=None))]
+    fn leader(
+        &self,
+        py: Python<'_>,
+        election: String,
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let observer = Candidate::new(
             self.here(py)?,
             election,
@@ -289,7 +298,12 @@ impl Store {
             ElectionConfig::default(),
         )
         .map_err(|e| crate::errors::to_py(&e))?;
-        block_on(py, async move { observer.leader().await })
+        now_or_later(
+            py,
+            async move { observer.leader().await },
+            done,
+            |py, leader| Ok(leader.into_pyobject(py)?.into_any().unbind()),
+        )
     }
 
     /// Looks for the result of idempotency key `key` in `namespace`, and
@@ -297,7 +311,7 @@ impl Store {
     /// ("in_progress", None) or ("claimed", lease). `keep`: seconds, or
     /// `None` for forever (stores that can), or -1 for forever where the
     /// store can and ten years elsewhere.
-    #[pyo3(signature = (key, namespace, keep, wait, ttl, label))]
+    #[pyo3(signature = (key, namespace, keep, wait, ttl, label, done=None))]
     #[allow(clippy::too_many_arguments)]
     fn claim(
         &self,
@@ -308,7 +322,8 @@ impl Store {
         wait: bool,
         ttl: f64,
         label: Option<String>,
-    ) -> PyResult<(&'static str, Py<PyAny>)> {
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let store = self.here(py)?;
         let mut keys = Idempotency::new(store.clone()).namespace(namespace);
         keys = match keep {
@@ -322,14 +337,17 @@ impl Store {
             opts = opts.label(label);
         }
         let keys = keys.lock_options(opts).waiting(wait);
-        let begun = block_on(py, async move { keys.begin(&key).await })?;
-        Ok(match begun {
-            Begun::Stored(result) => ("stored", result.into_pyobject(py)?.into_any().unbind()),
-            Begun::InProgress => ("in_progress", py.None()),
-            Begun::Claimed(claim) => (
-                "claimed",
-                Py::new(py, Lease::new(Held::Claim(claim)))?.into_any(),
-            ),
+        let begun = async move { keys.begin(&key).await };
+        now_or_later(py, begun, done, |py, begun| {
+            let found = match begun {
+                Begun::Stored(result) => ("stored", result.into_pyobject(py)?.into_any().unbind()),
+                Begun::InProgress => ("in_progress", py.None()),
+                Begun::Claimed(claim) => (
+                    "claimed",
+                    Py::new(py, Lease::new(Held::Claim(claim)))?.into_any(),
+                ),
+            };
+            Ok(found.into_pyobject(py)?.into_any().unbind())
         })
     }
 

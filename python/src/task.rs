@@ -88,3 +88,26 @@ where
         abort: task.abort_handle(),
     })
 }
+
+/// Runs `work` blocking and returns its value, or, given `done`, in the
+/// background (returning a [`Pending`] at once, as [`settle`] does): one
+/// native method serves both the blocking and the asyncio API.
+pub(crate) fn now_or_later<T, W, F>(
+    py: Python<'_>,
+    work: W,
+    done: Option<Py<PyAny>>,
+    into_py: F,
+) -> PyResult<Py<PyAny>>
+where
+    T: Send + 'static,
+    W: Future<Output = lockward::Result<T>> + Send + 'static,
+    F: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    match done {
+        None => {
+            let value = block_on(py, work)?;
+            into_py(py, value)
+        }
+        Some(done) => Ok(Py::new(py, settle(work, done, into_py)?)?.into_any()),
+    }
+}

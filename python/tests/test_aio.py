@@ -89,3 +89,41 @@ def test_a_block_whose_lease_is_lost_is_cancelled_and_raises_lost(store_url: str
         await asyncio.sleep(0)
 
     asyncio.run(main())
+
+
+@stores
+def test_elections_and_idempotency_keys_awaited(store_url: str) -> None:
+    async def main() -> None:
+        store = lockward.aio.Store(store_url)
+        election = unique("aio-scheduler")
+        timing = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+        async with await store.elect(election, "node-a", **timing) as a:
+            assert a.is_leader and not a.revoked.is_set()
+            assert await store.leader(election) == "node-a"
+            waiting = asyncio.create_task(store.elect(election, "node-b", **timing))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()
+        b = await asyncio.wait_for(waiting, 10)
+        assert b.epoch > a.epoch
+        await b.resign()
+
+        key = unique("aio-order")
+        runs: list[int] = []
+
+        async def charge(lease: lockward.aio.Lease) -> str:
+            runs.append(lease.fence)
+            return "charged"
+
+        assert await store.idempotent(key, charge) == ("charged", True)
+        assert await store.idempotent(key, charge) == ("charged", False)
+        assert len(runs) == 1
+        job = unique("aio-migrate")
+
+        async def migrate(lease: lockward.aio.Lease) -> None:
+            runs.append(lease.fence)
+
+        assert await store.once(job, migrate) is True
+        assert await store.once(job, migrate) is False
+        assert len(runs) == 2
+
+    asyncio.run(main())
