@@ -8,7 +8,8 @@ its own at its first call.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+import functools
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from . import _native
 from ._election import Leadership
@@ -16,6 +17,11 @@ from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
 from ._keys import KEEP_LONGEST, Claim, InProgress, run_record
 from ._lease import DEFAULT_TTL, Lease, LostEvent
 from ._values import Decision, Holder
+
+if TYPE_CHECKING:
+    from typing import ParamSpec
+
+    P = ParamSpec("P")
 
 __all__ = ["Store", "Lease", "LostEvent", "RwLock", "Semaphore", "RateLimit", "DEFAULT_TTL"]
 
@@ -166,6 +172,44 @@ class Store:
             result = operation(claim.lease)
             claim.complete(result)
             return result, True
+
+    def idempotent_function(
+        self,
+        key: Callable[P, str],
+        *,
+        namespace: str = "idem",
+        keep: Optional[float] = 86400.0,
+        wait: bool = False,
+        ttl: float = DEFAULT_TTL,
+    ) -> Callable[[Callable[P, str]], Callable[P, str]]:
+        """A decorator: each call of the function runs at most once per
+        ``key(*args, **kwargs)`` across every instance; a repeated call
+        returns the stored result without running it.
+
+        >>> store = Store("memory://")
+        >>> @store.idempotent_function(key=lambda order, amount: f"charge/{order}")
+        ... def charge(order: str, amount: int) -> str:
+        ...     return f"charged {amount} for {order}"
+        >>> charge("o-17", 42), charge("o-17", 42)
+        ('charged 42 for o-17', 'charged 42 for o-17')
+        """
+
+        def decorate(function: Callable[P, str]) -> Callable[P, str]:
+            @functools.wraps(function)
+            def once_per_key(*args: P.args, **kwargs: P.kwargs) -> str:
+                result, _ = self.idempotent(
+                    key(*args, **kwargs),
+                    lambda lease: function(*args, **kwargs),
+                    namespace=namespace,
+                    keep=keep,
+                    wait=wait,
+                    ttl=ttl,
+                )
+                return result
+
+            return once_per_key
+
+        return decorate
 
     def once(self, key: str, job: Callable[[Lease], object]) -> bool:
         """Runs ``job(lease)`` to success at most once for ``key`` across

@@ -168,3 +168,20 @@ def test_once_runs_a_job_to_success_once(store: lockward.Store) -> None:
     assert len(runs) == 2
     record = store.claim(key, namespace="once").stored
     assert record is not None and f"with fence {runs[1]}" in record
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "redis"], indirect=True)
+def test_an_idempotent_function_runs_once_per_key(store: lockward.Store) -> None:
+    calls: list[tuple[str, int]] = []
+    prefix = unique("charge")
+
+    @store.idempotent_function(key=lambda order, amount: f"{prefix}/{order}")
+    def charge(order: str, amount: int) -> str:
+        calls.append((order, amount))
+        return f"charged {amount}"
+
+    assert charge("o-1", 42) == "charged 42"
+    assert charge("o-1", 42) == "charged 42"
+    assert charge("o-2", 7) == "charged 7"
+    assert calls == [("o-1", 42), ("o-2", 7)]
+    assert charge.__name__ == "charge"
