@@ -140,7 +140,8 @@ def test_ctrl_c_interrupts_a_wait_at_once_and_leaves_no_holder(store: lockward.S
     assert time.monotonic() - sent[0] < 0.1
     holder.release()
     # The interrupted wait left nobody holding the lock (a holder would keep
-    # it for its TTL of 30 s).
+    # it for its TTL of 30 s): status shows none, and the lock is free.
+    assert store.inspect(name) is None
     store.lock(name, wait=1).release()
 
 
