@@ -14,30 +14,30 @@ use crate::runtime::runtime;
 /// How often a blocking wait checks for signals (Ctrl-C).
 const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 
-/// Runs `work` to its end, the GIL released so other threads run. A signal
-/// handler that raises (KeyboardInterrupt) cancels `work` (dropping it,
-/// which lockward's cancellation contract makes leave nothing held) and
-/// the exception propagates.
+/// Runs `work` to its end on the calling thread, the GIL released so other
+/// threads run. A signal handler that raises (KeyboardInterrupt) cancels
+/// `work` (dropping it, which lockward's cancellation contract makes leave
+/// nothing held) and the exception propagates.
 pub(crate) fn block_on<T: Send + 'static>(
     py: Python<'_>,
     work: impl Future<Output = lockward::Result<T>> + Send + 'static,
 ) -> PyResult<T> {
     let runtime = runtime()?;
-    let mut task = runtime.spawn(work);
+    // Polled here, not spawned: no hand-over between threads per call.
+    // Boxed, so that dropping it below drops the future itself.
+    let mut work = Box::pin(work);
     loop {
-        let joined = py.detach(|| {
-            runtime.block_on(async { tokio::time::timeout(SIGNAL_CHECK, &mut task).await })
+        let polled = py.detach(|| {
+            runtime.block_on(async { tokio::time::timeout(SIGNAL_CHECK, work.as_mut()).await })
         });
-        match joined {
-            Ok(Ok(outcome)) => return outcome.map_err(|e| to_py(&e)),
-            Ok(Err(join)) => {
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
-                    "lockward's task ended abnormally: {join}"
-                )))
-            }
+        match polled {
+            Ok(outcome) => return outcome.map_err(|e| to_py(&e)),
             Err(_) => {
                 if let Err(interrupted) = py.check_signals() {
-                    task.abort();
+                    // Dropped in the runtime's context: its clean-up (a
+                    // place in line, a grant in flight) may spawn tasks.
+                    let _context = runtime.enter();
+                    drop(work);
                     return Err(interrupted);
                 }
             }
