@@ -6,6 +6,21 @@ from __future__ import annotations
 from typing import Optional
 
 from . import _native
+from .errors import InvalidArgument
+
+#: The largest count the store takes: permits (u32), limits and bursts (u64).
+U32_MAX = 2**32 - 1
+U64_MAX = 2**64 - 1
+
+
+def count(what: str, value: int, high: int) -> int:
+    """``value`` if it is an int from 0 to ``high``; a wrong type is a
+    ``TypeError``, a number out of range ``InvalidArgument``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if not 0 <= value <= high:
+        raise InvalidArgument(f"{what}: {value} is not from 0 to {high}")
+    return value
 
 
 class RwLockHandle:
@@ -24,8 +39,11 @@ class SemaphoreHandle:
         self._store = store
         self.name = name
         """The semaphore's name."""
-        self.permits = permits
+        self.permits = count("permits", permits, U32_MAX)
         """How many permits it has."""
+
+    def _take(self, take: int) -> int:
+        return count("take", take, U32_MAX)
 
 
 class RateLimitHandle:
@@ -37,4 +55,6 @@ class RateLimitHandle:
         self._store = store
         self.name = name
         """The limit's name, shared by every instance that checks it."""
-        self._limit = (limit, period, burst)
+        if burst is not None:
+            count("burst", burst, U64_MAX)
+        self._limit = (count("limit", limit, U64_MAX), period, burst)

@@ -276,7 +276,9 @@ class Semaphore(SemaphoreHandle):
     ) -> Lease:
         """Takes ``take`` permits, waiting until they are free."""
         return Lease(
-            self._store.acquire("permits", [self.name], self.permits, take, ttl, wait, label, True)
+            self._store.acquire(
+                "permits", [self.name], self.permits, self._take(take), ttl, wait, label, True
+            )
         )
 
     def try_acquire(

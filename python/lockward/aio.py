@@ -495,7 +495,9 @@ class Semaphore(SemaphoreHandle):
         label: Optional[str] = None,
     ) -> _Acquisition:
         """``take`` permits; await it or ``async with`` it."""
-        return _acquisition(self._store, "permits", self.name, self.permits, take, ttl, wait, label)
+        return _acquisition(
+            self._store, "permits", self.name, self.permits, self._take(take), ttl, wait, label
+        )
 
 
 class RateLimit(RateLimitHandle):
