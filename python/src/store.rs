@@ -27,20 +27,31 @@ impl Store {
     /// The store opened in this process (opened again after a fork).
     fn here(&self, py: Python<'_>) -> PyResult<lockward::Store> {
         let pid = std::process::id();
-        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((owner, store)) = opened.as_ref() {
-            if *owner == pid {
-                return Ok(store.clone());
+        {
+            let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+            match opened.as_ref() {
+                Some((owner, store)) if *owner == pid => return Ok(store.clone()),
+                Some(_) => {
+                    // The parent's connections: never used, closed or
+                    // dropped here.
+                    std::mem::forget(opened.take());
+                }
+                None => {}
             }
         }
-        if let Some((_, inherited)) = opened.take() {
-            // The parent's connections: never used, closed or dropped here.
-            std::mem::forget(inherited);
-        }
+        // Opened without holding the lock: the open releases the GIL, and
+        // another thread waiting for the lock with the GIL held would
+        // deadlock with it. Two threads may both open; one store is kept.
         let url = self.url.clone();
         let store = block_on(py, async move { lockward::Store::open(&url).await })?;
-        *opened = Some((pid, store.clone()));
-        Ok(store)
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        match opened.as_ref() {
+            Some((owner, kept)) if *owner == pid => Ok(kept.clone()),
+            _ => {
+                *opened = Some((pid, store.clone()));
+                Ok(store)
+            }
+        }
     }
 }
 

@@ -207,3 +207,28 @@ def test_bad_input_is_refused_with_a_clear_error(store: lockward.Store) -> None:
     assert "hunter2" not in str(secret.value)
     # InvalidArgument is a ValueError too, as Python code expects.
     assert issubclass(lockward.InvalidArgument, ValueError)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "redis"], indirect=True)
+def test_threads_of_a_forked_child_open_its_store_at_once(store: lockward.Store) -> None:
+    store.lock(unique("before-fork")).release()
+    pid = os.fork()
+    if pid == 0:
+        failures: list[BaseException] = []
+
+        def work(i: int) -> None:
+            try:
+                with store.lock(unique(f"child-{i}"), wait=5):
+                    pass
+            except BaseException as error:  # noqa: BLE001 - reported below
+                failures.append(error)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=20)
+        stuck = any(thread.is_alive() for thread in threads)
+        os._exit(1 if failures or stuck else 0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
