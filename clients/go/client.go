@@ -2,8 +2,10 @@ package lockward
 
 import (
 	"context"
+	"crypto/tls"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
@@ -24,7 +26,8 @@ type Client struct {
 }
 
 // Dial connects to lockward serve at address: "unix:///PATH" or
-// "127.0.0.1:PORT". The connection is made lazily; the first call that
+// "HOST:PORT" (in plain text unless WithTLS is given). The connection is
+// made lazily; the first call that
 // needs it fails with ErrUnavailable when no daemon answers. ctx is kept
 // for future use and must not be nil.
 func Dial(ctx context.Context, address string, opts ...grpc.DialOption) (*Client, error) {
@@ -46,10 +49,20 @@ func Dial(ctx context.Context, address string, opts ...grpc.DialOption) (*Client
 }
 
 // WithToken sends token with every call, for a daemon started with
-// --token-file. Over TCP it travels in clear text: the daemon accepts
-// loopback connections only.
+// --token-file. Without WithTLS it travels in plain text, which the daemon
+// allows on the loopback and a unix socket only.
 func WithToken(token string) grpc.DialOption {
 	return grpc.WithPerRPCCredentials(bearer(token))
+}
+
+// WithTLS connects over TLS, for a daemon started with --tls-cert and
+// --tls-key; config names the CAs to trust (RootCAs), or nil for the
+// system's.
+func WithTLS(config *tls.Config) grpc.DialOption {
+	if config == nil {
+		config = &tls.Config{}
+	}
+	return grpc.WithTransportCredentials(credentials.NewTLS(config))
 }
 
 // bearer is a token sent as "authorization: Bearer TOKEN".

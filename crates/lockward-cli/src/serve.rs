@@ -4,7 +4,7 @@
 //! same port, for every Dapr SDK.
 
 use lockward::Store;
-use lockward_serve::{Listen, Service, Token, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
+use lockward_serve::{Listen, Service, Tls, Token, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
 
 use crate::exit;
 use crate::stop::StopRequest;
@@ -12,7 +12,9 @@ use crate::stop::StopRequest;
 #[derive(clap::Args)]
 pub struct ServeArgs {
     /// Where to listen: unix://PATH (a socket only its owner and group may
-    /// use) or IP:PORT on the loopback (127.0.0.1:7443; port 0 picks one).
+    /// use) or IP:PORT (127.0.0.1:7443; port 0 picks one). An address other
+    /// hosts reach is served only with --tls-cert, --tls-key and
+    /// --token-file.
     #[arg(long, env = "LOCKWARD_LISTEN", default_value = DEFAULT_LISTEN)]
     listen: String,
     /// The lock store name Dapr's SDKs must ask for (their store_name);
@@ -24,6 +26,22 @@ pub struct ServeArgs {
     /// `dapr-api-token` (set DAPR_API_TOKEN for Dapr's SDKs).
     #[arg(long, value_name = "PATH", env = "LOCKWARD_TOKEN_FILE")]
     token_file: Option<std::path::PathBuf>,
+    /// Serve over TLS with this certificate chain (PEM); with --tls-key.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_key",
+        env = "LOCKWARD_TLS_CERT"
+    )]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_cert",
+        env = "LOCKWARD_TLS_KEY"
+    )]
+    tls_key: Option<std::path::PathBuf>,
     /// The group whose members may use the unix socket (mode 0660).
     #[arg(long, value_name = "GROUP")]
     group: Option<String>,
@@ -48,6 +66,19 @@ pub async fn serve(store: &Store, args: ServeArgs) -> u8 {
                 return exit::USAGE;
             }
         }
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        match Tls::from_files(cert, key) {
+            Ok(tls) => service = service.tls(tls),
+            Err(e) => {
+                eprintln!("lockward: --tls-cert/--tls-key: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
+    if let Err(e) = listen.check(&service) {
+        eprintln!("lockward: {e}");
+        return exit::USAGE;
     }
     let Some(mut stop) = StopRequest::install() else {
         eprintln!("lockward: cannot install signal handlers");

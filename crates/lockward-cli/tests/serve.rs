@@ -299,4 +299,42 @@ fn an_address_other_hosts_reach_is_refused() {
     assert_eq!(out.status.code(), Some(64));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("other hosts"), "{err}");
+    // A token alone is not enough: anyone on the path would read it.
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "a-token-of-twenty-chars\n").unwrap();
+    let out = Command::new(lockward())
+        .args(["--store", "memory://", "serve", "--listen", "0.0.0.0:7443"])
+        .args(["--token-file", token_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tls-cert"), "{err}");
+}
+
+#[test]
+fn a_certificate_without_its_key_or_a_bad_one_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("server.pem");
+    let key = dir.path().join("server.key");
+    std::fs::write(&cert, "not a certificate").unwrap();
+    std::fs::write(&key, "not a key").unwrap();
+    let alone = Command::new(lockward())
+        .args(["--store", "memory://", "serve", "--listen", "127.0.0.1:0"])
+        .args(["--tls-cert", cert.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&alone.stderr);
+    assert!(err.contains("--tls-key"), "{err}");
+    let bad = Command::new(lockward())
+        .args(["--store", "memory://", "serve", "--listen", "127.0.0.1:0"])
+        .args(["--tls-cert", cert.to_str().unwrap()])
+        .args(["--tls-key", key.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("not a usable certificate and key"), "{err}");
 }

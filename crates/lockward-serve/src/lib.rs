@@ -19,6 +19,7 @@ mod limits;
 mod listen;
 mod rows;
 mod service;
+mod tls;
 
 /// The API's messages and service, generated from the proto.
 #[allow(missing_docs, clippy::all)]
@@ -37,6 +38,7 @@ pub use dapr::{DaprLocks, DEFAULT_DAPR_STORE, FENCE_HEADER};
 pub use errors::{status_of, ERROR_KIND_KEY};
 pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN, MAX_STREAMS_PER_CONNECTION};
 pub use service::Service;
+pub use tls::{Tls, TlsError};
 
 /// Serves the API for `store` on `listen` until `shutdown` resolves.
 ///

@@ -1,5 +1,6 @@
 //! Where the daemon listens: a unix socket (the default; only its owner
-//! and group may connect) or a TCP address on this host's loopback.
+//! and group may connect) or a TCP address: on this host's loopback, or,
+//! with TLS and a token, one that other hosts reach.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -28,7 +29,8 @@ pub const DEFAULT_LISTEN: &str = "unix:///run/lockward/lockward.sock";
 pub enum Listen {
     /// `unix://PATH`: a unix socket, mode 0660.
     Unix(PathBuf),
-    /// `HOST:PORT` on the loopback (`127.0.0.1:7443`, `[::1]:7443`).
+    /// `IP:PORT` (`127.0.0.1:7443`, `[::1]:7443`; another address only
+    /// with TLS and a token).
     Tcp(SocketAddr),
 }
 
@@ -72,9 +74,7 @@ impl std::fmt::Display for Listen {
 }
 
 impl Listen {
-    /// `unix://PATH` or `HOST:PORT`. A TCP address must be on the loopback:
-    /// the API has no authentication yet, so nothing beyond this host may
-    /// reach it.
+    /// `unix://PATH` or `IP:PORT`.
     pub fn parse(text: &str) -> Result<Listen, ListenError> {
         if let Some(path) = text.strip_prefix("unix://") {
             if path.is_empty() {
@@ -87,13 +87,15 @@ impl Listen {
                 "{text:?} is neither unix://PATH nor IP:PORT (e.g. 127.0.0.1:7443)"
             ))
         })?;
-        if !addr.ip().is_loopback() {
-            return Err(ListenError::Invalid(format!(
-                "{addr} is reachable from other hosts, and the API has no authentication \
-                 yet; listen on 127.0.0.1:PORT or a unix socket"
-            )));
-        }
         Ok(Listen::Tcp(addr))
+    }
+
+    /// Whether `service` may be served here: a TCP address other hosts
+    /// can reach needs TLS (or anyone on the path reads the token and the
+    /// fences) and a token (or anyone who reaches it takes and breaks
+    /// locks).
+    pub fn check(&self, service: &Service) -> Result<(), ListenError> {
+        exposure(self, service)
     }
 
     /// Binds the address. A unix socket left by a daemon that died is
@@ -124,8 +126,25 @@ impl Listen {
         service: Service,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ListenError> {
+        self.check(&service)?;
         self.bind().await?.serve(service, shutdown).await
     }
+}
+
+/// [`Listen::check`] of `listen`.
+fn exposure(listen: &Listen, service: &Service) -> Result<(), ListenError> {
+    let Listen::Tcp(addr) = listen else {
+        return Ok(());
+    };
+    if addr.ip().is_loopback()
+        || (service.tls_identity().is_some() && service.required_token().is_some())
+    {
+        return Ok(());
+    }
+    Err(ListenError::Invalid(format!(
+        "{addr} is reachable from other hosts: serve it with TLS (--tls-cert, --tls-key) \
+         and a token (--token-file), or listen on 127.0.0.1:PORT or a unix socket"
+    )))
 }
 
 /// Makes room for a unix socket at `path`: its folder is created; a socket
@@ -186,6 +205,15 @@ impl Bound {
         service: Service,
         shutdown: impl std::future::Future<Output = ()> + Send,
     ) -> Result<(), ListenError> {
+        let listen = match &self {
+            Bound::Tcp(listener) => Listen::Tcp(
+                listener
+                    .local_addr()
+                    .map_err(|e| ListenError::Bind("the TCP listener".into(), e))?,
+            ),
+            Bound::Unix(_, path) => Listen::Unix(path.clone()),
+        };
+        exposure(&listen, &service)?;
         // Stopping, every lease stream first releases what it holds and
         // ends; the server then finishes, without waiting for clients that
         // keep their connections open once no lease is left to release.
@@ -226,7 +254,13 @@ impl Bound {
                 crate::auth::require,
             ));
         }
-        let router = tonic::transport::Server::builder()
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = service.tls_identity() {
+            server = server
+                .tls_config(tls.config())
+                .map_err(|e| ListenError::Serve(format!("TLS: {e}")))?;
+        }
+        let router = server
             .accept_http1(true)
             // One client may hold many leases on one connection, not
             // without bound: a stream past the limit is refused.
@@ -330,7 +364,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_sockets_and_refuses_what_other_hosts_reach() {
+    fn parses_sockets_and_addresses() {
         assert_eq!(
             Listen::parse("unix:///run/lockward/lockward.sock").unwrap(),
             Listen::Unix("/run/lockward/lockward.sock".into())
@@ -339,10 +373,11 @@ mod tests {
             Listen::parse("127.0.0.1:7443").unwrap(),
             Listen::Tcp("127.0.0.1:7443".parse().unwrap())
         );
-        assert!(matches!(
-            Listen::parse("0.0.0.0:7443"),
-            Err(ListenError::Invalid(_))
-        ));
+        // Parsed; whether it may be served depends on the service.
+        assert_eq!(
+            Listen::parse("0.0.0.0:7443").unwrap(),
+            Listen::Tcp("0.0.0.0:7443".parse().unwrap())
+        );
         assert!(matches!(
             Listen::parse("unix://"),
             Err(ListenError::Invalid(_))

@@ -16,6 +16,7 @@ use crate::errors::{invalid, status_of};
 use crate::lease::Opening;
 use crate::pb::{self, locks_server::Locks};
 use crate::rows::{info_of, row_of};
+use crate::tls::Tls;
 
 /// The API over `store`: every service of `lockward.v1`, and Dapr's lock
 /// calls.
@@ -32,6 +33,8 @@ pub struct Service {
     dapr: DaprLocks,
     /// The token every call must carry, if one was set.
     token: Option<Token>,
+    /// The listener's TLS identity, if one was set.
+    tls: Option<Tls>,
     /// How long a new stream may take to send its first message.
     first_message: std::time::Duration,
 }
@@ -66,6 +69,7 @@ impl Service {
             stop: Arc::new(stop),
             leases: Arc::new(watch::channel(0).0),
             token: None,
+            tls: None,
             first_message: FIRST_MESSAGE,
         }
     }
@@ -82,6 +86,13 @@ impl Service {
     /// the health checks answer without it.
     pub fn token(mut self, token: Token) -> Service {
         self.token = Some(token);
+        self
+    }
+
+    /// Serves over TLS with `tls`. A TCP address other hosts can reach is
+    /// served only with TLS and a [`token`](Self::token).
+    pub fn tls(mut self, tls: Tls) -> Service {
+        self.tls = Some(tls);
         self
     }
 
@@ -121,6 +132,11 @@ impl Service {
     /// The token calls must carry, if any.
     pub(crate) fn required_token(&self) -> Option<&Token> {
         self.token.as_ref()
+    }
+
+    /// The TLS identity to serve with, if any.
+    pub(crate) fn tls_identity(&self) -> Option<&Tls> {
+        self.tls.as_ref()
     }
 
     /// The store every call goes to.
