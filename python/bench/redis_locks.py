@@ -6,14 +6,20 @@ in one run on one Redis, and printed as ratios.
 
 Rows: the uncontended acquire+release rate of each (one thread); the
 handoff (a holder releases, a waiter blocked in its acquire holds it),
-median of 20; and 1,000 asyncio tasks waiting on one name with lockward:
-the order they are served in and the event loop's latency meanwhile.
+median of 20; 1,000 asyncio tasks waiting on one name with lockward:
+the order they are served in and the event loop's latency meanwhile; and
+the extension's per-call overhead: its cycle beside the Rust library's
+own, as ``lockward bench`` measures it on the same Redis ($LOCKWARD_BIN,
+default the workspace's release build).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -108,6 +114,31 @@ async def crowd(url: str, tasks: int = 1000) -> tuple[float, float, float]:
     return in_order, took, p99
 
 
+def rust_cycle(url: str) -> float:
+    """The Rust library's uncontended acquire+release, median seconds."""
+    binary = os.environ.get(
+        "LOCKWARD_BIN",
+        os.path.join(os.path.dirname(__file__), "..", "..", "target", "release", "lockward"),
+    )
+    out = subprocess.run(
+        [binary, "--store", url, "bench", "--json", "--clients", "1", "--names", "distinct",
+         "--scale", "0", "--semaphore", "0", "--rw-clients", "0", "--failover-lease", "0",
+         "--duration", "3s"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    return float(json.loads(out)["p50_us"]) / 1e6
+
+
+def median_cycle(cycle: Cycle, rounds: int = 3000) -> float:
+    """The median seconds of one acquire+release."""
+    took = []
+    for n in range(rounds):
+        began = time.perf_counter()
+        cycle(f"bench/median/{n % 64}")
+        took.append(time.perf_counter() - began)
+    return statistics.median(took)
+
+
 def main(url: str) -> None:
     parts = urlparse(url)
     client = redis.Redis(host=parts.hostname or "127.0.0.1", port=parts.port or 6379)
@@ -177,6 +208,13 @@ def main(url: str) -> None:
     for label in rates:
         if label != "lockward":
             print(f"handoff, {label} / lockward: {handoffs[label] / handoffs['lockward']:.1f}x")
+    python_p50 = median_cycle(lockward_cycle)
+    rust_p50 = rust_cycle(url)
+    print(
+        f"per call: lockward from Python {python_p50 * 1e6:.0f} us a cycle (median), "
+        f"the Rust library {rust_p50 * 1e6:.0f} us: {python_p50 / rust_p50:.2f}x, "
+        f"{(python_p50 - rust_p50) * 1e6 / 2:.0f} us a call (acquire or release)"
+    )
     in_order, took, p99 = asyncio.run(crowd(url))
     print(
         f"1,000 asyncio tasks on one name: {in_order:.1%} served in the order they asked, "

@@ -11,6 +11,11 @@ True
 
 The blocking API is here; :mod:`lockward.aio` has the same names for
 asyncio.
+
+lockward logs through :mod:`logging`, under the logger ``lockward``
+(``lockward.store.acquire``, ``lockward.renewer``, …; debug and up). Each
+logger's level is read at its first event and kept: after changing a level
+later, call :func:`reset_logging`.
 """
 
 from . import aio, errors
@@ -18,6 +23,7 @@ from ._election import Leadership, RevokedEvent
 from ._keys import KEEP_LONGEST, Claim, InProgress
 from ._lease import DEFAULT_TTL, Lease, LostEvent
 from ._sync import RateLimit, RwLock, Semaphore, Store
+from ._native import reset_logging
 from ._values import Decision, Holder
 from .errors import (
     Busy,
@@ -52,6 +58,7 @@ __all__ = [
     "RwLock",
     "Semaphore",
     "Store",
+    "reset_logging",
     "Busy",
     "Contended",
     "Error",

@@ -92,6 +92,16 @@ class Store:
         self, election: str, done: Callable[[Optional[str], Optional[BaseException]], None]
     ) -> Pending: ...
     @overload
+    def next_leader_change(self, election: str, last: Optional[str], retry: float) -> Optional[str]: ...
+    @overload
+    def next_leader_change(
+        self,
+        election: str,
+        last: Optional[str],
+        retry: float,
+        done: Callable[[Optional[str], Optional[BaseException]], None],
+    ) -> Pending: ...
+    @overload
     def claim(
         self,
         key: str,
@@ -127,3 +137,6 @@ class Store:
         burst: Optional[int],
         done: Callable[[Optional[Verdict], Optional[BaseException]], None],
     ) -> Pending: ...
+
+def reset_logging() -> None:
+    """Makes levels set on lockward's loggers since its first event count."""

@@ -9,7 +9,7 @@ its own at its first call.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Generator, Optional, Sequence
 
 from . import _native
 from ._election import Leadership
@@ -129,6 +129,28 @@ class Store:
     def leader(self, election: str) -> Optional[str]:
         """The identity of ``election``'s leader, or ``None``."""
         return self._native.leader(election)
+
+    def observe(
+        self, election: str, *, retry_period: float = 2.0
+    ) -> Generator[Optional[str], None, None]:
+        """The leaders of ``election`` as they change: the current one
+        (``None`` while nobody leads) at once, then each new one. A resign
+        or a lapsed lease is seen at once where the store pushes releases,
+        a new leader within ``retry_period`` seconds of its election.
+
+        >>> store = Store("memory://")
+        >>> leaders = store.observe("scheduler", retry_period=0.1)
+        >>> next(leaders) is None
+        True
+        >>> with store.elect("scheduler", "node-a"):
+        ...     next(leaders)
+        'node-a'
+        """
+        last = self._native.leader(election)
+        yield last
+        while True:
+            last = self._native.next_leader_change(election, last, retry_period)
+            yield last
 
     def claim(
         self,

@@ -16,7 +16,7 @@ import asyncio
 import time
 import warnings
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Generator, Optional, Sequence, Type, TypeVar
+from typing import Any, AsyncGenerator, Awaitable, Callable, Generator, Optional, Sequence, Type, TypeVar
 
 from . import _native
 from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
@@ -380,6 +380,21 @@ class Store:
     async def leader(self, election: str) -> Optional[str]:
         """The identity of ``election``'s leader, or ``None``."""
         return await _call(lambda done: self._native.leader(election, done))
+
+    async def observe(
+        self, election: str, *, retry_period: float = 2.0
+    ) -> AsyncGenerator[Optional[str], None]:
+        """The leaders of ``election`` as they change (see
+        :meth:`lockward.Store.observe`); leaving the ``async for`` (or
+        cancelling its task) stops the watch."""
+        last = await self.leader(election)
+        yield last
+        while True:
+            seen = last
+            last = await _call(
+                lambda done: self._native.next_leader_change(election, seen, retry_period, done)
+            )
+            yield last
 
     async def claim(
         self,

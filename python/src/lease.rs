@@ -146,9 +146,10 @@ impl Lease {
     }
 
     /// `done(reason, None)` when the lease is lost.
-    fn wait_lost_async(&self, done: Py<PyAny>) -> PyResult<Pending> {
+    fn wait_lost_async(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<Pending> {
         let mut signal = self.lost.clone();
         settle(
+            py,
             async move { Ok(signal.wait().await.to_string()) },
             done,
             |py, reason| Ok(reason.into_pyobject(py)?.into_any().unbind()),
@@ -165,10 +166,11 @@ impl Lease {
 
     /// As `extend`, in the background.
     #[pyo3(signature = (ttl, done))]
-    fn extend_async(&self, ttl: Option<f64>, done: Py<PyAny>) -> PyResult<Pending> {
+    fn extend_async(&self, py: Python<'_>, ttl: Option<f64>, done: Py<PyAny>) -> PyResult<Pending> {
         self.in_its_process()?;
         let ttl = optional_seconds("ttl", ttl)?;
         settle(
+            py,
             extend(self.held.clone(), self.name.clone(), ttl),
             done,
             |py, ()| Ok(py.None()),
@@ -182,9 +184,9 @@ impl Lease {
     }
 
     /// As `release`, in the background.
-    fn release_async(&self, done: Py<PyAny>) -> PyResult<Pending> {
+    fn release_async(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<Pending> {
         self.in_its_process()?;
-        settle(release(self.held.clone()), done, |py, ()| Ok(py.None()))
+        settle(py, release(self.held.clone()), done, |py, ()| Ok(py.None()))
     }
 
     /// A leadership: whether it ended without a resign (its renewals failed

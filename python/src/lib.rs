@@ -8,6 +8,7 @@ mod durations;
 mod errors;
 mod lease;
 mod limits;
+mod logging;
 mod rows;
 mod runtime;
 mod store;
@@ -18,5 +19,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Store>()?;
     m.add_class::<lease::Lease>()?;
     m.add_class::<task::Pending>()?;
+    logging::install(m)?;
     Ok(())
 }

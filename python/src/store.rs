@@ -206,7 +206,7 @@ impl Store {
     ) -> PyResult<Pending> {
         let ask = Ask::new(kind, names, permits, take, ttl, wait, label, renew)?;
         let store = self.here(py)?;
-        settle(ask.take(store), done, |py, held| {
+        settle(py, ask.take(store), done, |py, held| {
             Ok(Py::new(py, Lease::new(held))?.into_any())
         })
     }
@@ -249,7 +249,7 @@ impl Store {
             |py: Python<'_>, verdict: Verdict| Ok(verdict.into_pyobject(py)?.into_any().unbind());
         match done {
             None => verdict_of(py, block_on(py, check)?),
-            Some(done) => Ok(Py::new(py, settle(check, done, verdict_of)?)?.into_any()),
+            Some(done) => Ok(Py::new(py, settle(py, check, done, verdict_of)?)?.into_any()),
         }
     }
 
@@ -312,6 +312,33 @@ impl Store {
         now_or_later(
             py,
             async move { observer.leader().await },
+            done,
+            |py, leader| Ok(leader.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    /// Waits until `election`'s leader is no longer `last` and returns the
+    /// new one (`None`: nobody leads), looking again every `retry` seconds
+    /// (a release wakes it at once where the store pushes releases); or,
+    /// given `done`, in the background.
+    #[pyo3(signature = (election, last, retry, done=None))]
+    fn next_leader_change(
+        &self,
+        py: Python<'_>,
+        election: String,
+        last: Option<String>,
+        retry: f64,
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let config = ElectionConfig {
+            retry_period: seconds("retry_period", retry)?,
+            ..ElectionConfig::default()
+        };
+        let observer = Candidate::new(self.here(py)?, election, "observer", config)
+            .map_err(|e| crate::errors::to_py(&e))?;
+        now_or_later(
+            py,
+            async move { observer.next_leader_change(last.as_deref()).await },
             done,
             |py, leader| Ok(leader.into_pyobject(py)?.into_any().unbind()),
         )

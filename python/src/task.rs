@@ -3,6 +3,7 @@
 //! to a callback (what `lockward.aio` settles its asyncio futures with).
 
 use std::future::Future;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -62,31 +63,58 @@ impl Pending {
 /// Runs `work` in the background and calls `done(value, None)` or
 /// `done(None, exception)` from a runtime thread when it ends (not when it
 /// is cancelled). `into_py` makes the Python value.
-pub(crate) fn settle<T, W, F>(work: W, done: Py<PyAny>, into_py: F) -> PyResult<Pending>
+///
+/// `work` is polled once on the calling thread before this returns, so a
+/// wait joins this process's line for its name at the call: the calls an
+/// event loop makes one after another are served in that order (spawned
+/// at once, two runtime threads could start them in either order).
+pub(crate) fn settle<T, W, F>(
+    py: Python<'_>,
+    work: W,
+    done: Py<PyAny>,
+    into_py: F,
+) -> PyResult<Pending>
 where
     T: Send + 'static,
     W: Future<Output = lockward::Result<T>> + Send + 'static,
     F: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
-    let task = runtime()?.spawn(async move {
-        let outcome = work.await;
-        Python::attach(|py| {
-            let settled = match outcome.map_err(|e| to_py(&e)) {
-                Ok(value) => into_py(py, value),
-                Err(e) => Err(e),
-            };
-            let called = match settled {
-                Ok(value) => done.call1(py, (value, py.None())),
-                Err(e) => done.call1(py, (py.None(), e.value(py).clone())),
-            };
-            if let Err(e) = called {
-                e.write_unraisable(py, None);
-            }
-        });
+    let runtime = runtime()?;
+    let mut work = Box::pin(work);
+    let first = py.detach(|| {
+        let _context = runtime.enter();
+        // The runtime's task polls it again (with its own waker) right
+        // after the spawn below, so no wake-up is lost to this one.
+        work.as_mut().poll(&mut Context::from_waker(Waker::noop()))
     });
+    let task = match first {
+        Poll::Ready(outcome) => runtime.spawn(deliver(std::future::ready(outcome), done, into_py)),
+        Poll::Pending => runtime.spawn(deliver(work, done, into_py)),
+    };
     Ok(Pending {
         abort: task.abort_handle(),
     })
+}
+
+/// Awaits `work` and hands its outcome to `done`.
+async fn deliver<T, F>(work: impl Future<Output = lockward::Result<T>>, done: Py<PyAny>, into_py: F)
+where
+    F: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>>,
+{
+    let outcome = work.await;
+    Python::attach(|py| {
+        let settled = match outcome.map_err(|e| to_py(&e)) {
+            Ok(value) => into_py(py, value),
+            Err(e) => Err(e),
+        };
+        let called = match settled {
+            Ok(value) => done.call1(py, (value, py.None())),
+            Err(e) => done.call1(py, (py.None(), e.value(py).clone())),
+        };
+        if let Err(e) = called {
+            e.write_unraisable(py, None);
+        }
+    });
 }
 
 /// Runs `work` blocking and returns its value, or, given `done`, in the
@@ -108,6 +136,6 @@ where
             let value = block_on(py, work)?;
             into_py(py, value)
         }
-        Some(done) => Ok(Py::new(py, settle(work, done, into_py)?)?.into_any()),
+        Some(done) => Ok(Py::new(py, settle(py, work, done, into_py)?)?.into_any()),
     }
 }

@@ -127,3 +127,42 @@ def test_elections_and_idempotency_keys_awaited(store_url: str) -> None:
         assert len(runs) == 2
 
     asyncio.run(main())
+
+
+@stores
+def test_waiting_tasks_are_served_in_the_order_they_asked(store_url: str) -> None:
+    async def main() -> None:
+        store = lockward.aio.Store(store_url)
+        name = unique("aio-fifo")
+        holder = await store.lock(name, ttl=30)
+        served: list[int] = []
+
+        async def one(i: int) -> None:
+            async with store.lock(name, ttl=30, wait=60):
+                served.append(i)
+
+        waiting = [asyncio.create_task(one(i)) for i in range(50)]
+        # Every task asks (in the order created) before the release.
+        await asyncio.sleep(0.5)
+        await holder.release()
+        await asyncio.wait_for(asyncio.gather(*waiting), 60)
+        assert served == list(range(50))
+
+    asyncio.run(main())
+
+
+@stores
+def test_an_observer_is_awaited(store_url: str) -> None:
+    async def main() -> None:
+        store = lockward.aio.Store(store_url)
+        election = unique("aio-observed")
+        leaders = store.observe(election, retry_period=0.1)
+        assert await leaders.__anext__() is None
+        next_leader = asyncio.ensure_future(leaders.__anext__())
+        await asyncio.sleep(0.2)
+        assert not next_leader.done()
+        async with await store.elect(election, "node-a"):
+            assert await asyncio.wait_for(next_leader, 5) == "node-a"
+        await leaders.aclose()
+
+    asyncio.run(main())

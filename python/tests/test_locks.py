@@ -4,6 +4,7 @@ fork, and the errors of bad input."""
 from __future__ import annotations
 
 import gc
+import logging
 import math
 import os
 import signal
@@ -232,3 +233,20 @@ def test_threads_of_a_forked_child_open_its_store_at_once(store: lockward.Store)
         os._exit(1 if failures or stuck else 0)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_lockwards_events_reach_pythons_logging(caplog: pytest.LogCaptureFixture) -> None:
+    store = lockward.Store("memory://")
+    with caplog.at_level(logging.DEBUG, logger="lockward"):
+        lockward.reset_logging()
+        with store.lock(unique("logged"), ttl=5):
+            pass
+    acquired = [r for r in caplog.records if r.name.startswith("lockward.") and "acquired" in r.getMessage()]
+    assert acquired, [f"{r.name}: {r.getMessage()}" for r in caplog.records]
+    assert acquired[0].levelno == logging.DEBUG
+    # Back at the default level, debug events are dropped before Python.
+    caplog.clear()
+    lockward.reset_logging()
+    with store.lock(unique("quiet"), ttl=5):
+        pass
+    assert not [r for r in caplog.records if r.name.startswith("lockward.")]

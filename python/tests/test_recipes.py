@@ -4,6 +4,9 @@ blocking and awaited."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from typing import Optional
 
 import pytest
 
@@ -118,6 +121,32 @@ def test_one_candidate_leads_and_a_resign_hands_over(store: lockward.Store) -> N
         assert store.leader(election) == "node-b"
     with pytest.raises(lockward.InvalidArgument):
         store.elect(election, "node-c", lease_duration=1, renew_deadline=2)
+
+
+@every_store
+def test_an_observer_sees_each_leader_as_it_takes_over(store: lockward.Store) -> None:
+    election = unique("observed")
+    timing = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+    leaders = store.observe(election, retry_period=0.1)
+    assert next(leaders) is None
+    seen: list[Optional[str]] = []
+
+    def watch() -> None:
+        for leader in leaders:
+            seen.append(leader)
+            if leader == "node-b":
+                return
+
+    watching = threading.Thread(target=watch, daemon=True)
+    watching.start()
+    with store.elect(election, "node-a", **timing):
+        time.sleep(1.0)
+    time.sleep(1.0)
+    with store.elect(election, "node-b", wait=5, **timing):
+        watching.join(timeout=10)
+    assert not watching.is_alive(), f"the observer saw only {seen}"
+    # Each change once, in order (the second before the next leader).
+    assert seen == ["node-a", None, "node-b"], seen
 
 
 @every_store
