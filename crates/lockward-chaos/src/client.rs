@@ -8,6 +8,7 @@ use lockward::recipe::{Candidate, ElectionConfig};
 use lockward::{LockOptions, Store};
 
 use crate::history::{mono_at, mono_ns, outcome_of, Kind, Op, Outcome, Recorder};
+use crate::served_client::ServedLease;
 use crate::workload::{Workload, TTL};
 
 /// Runs client `index` of `workload` until `until` (monotonic ns).
@@ -59,7 +60,19 @@ pub async fn run(
         )
         .await;
     }
-    let key = workload.name();
+    let key = workload.key();
+    // A served client's history is judged with the fenced clients': its
+    // client numbers follow theirs.
+    let index = if workload == Workload::Served {
+        SERVED_INDEX + index
+    } else {
+        index
+    };
+    let daemon = if workload == Workload::Served {
+        Some(crate::served_client::start_daemon(store.clone()).await?)
+    } else {
+        None
+    };
     let candidate = Candidate::new(
         store.clone(),
         "chaos-election",
@@ -80,6 +93,12 @@ pub async fn run(
                 Ok(Ok(l)) => Ok((l.epoch(), 0, Held::Leader(l))),
                 Ok(Err(e)) => Err(outcome_of(&e)),
                 Err(_) => Err(Outcome::Failed),
+            }
+        } else if let Some(daemon) = &daemon {
+            let name = format!("chaos-{key}");
+            match ServedLease::acquire(daemon, &name, TTL, Duration::from_secs(3)).await {
+                Ok((fence, deadline, lease)) => Ok((fence, mono_at(deadline), Held::Served(lease))),
+                Err(outcome) => Err(outcome),
             }
         } else {
             let opts = LockOptions::new().ttl(TTL).wait(Duration::from_secs(3));
@@ -188,10 +207,14 @@ pub async fn run(
     Ok(())
 }
 
+/// Where served clients' numbers start in the fenced clients' history.
+pub const SERVED_INDEX: u32 = 100;
+
 /// A held lock or leadership.
 enum Held {
     Lock(lockward::Guard),
     Leader(lockward::recipe::Leadership),
+    Served(ServedLease),
 }
 
 impl Held {
@@ -199,6 +222,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.release().await.is_ok(),
             Held::Leader(l) => l.resign().await.is_ok(),
+            Held::Served(l) => l.release().await,
         }
     }
 }

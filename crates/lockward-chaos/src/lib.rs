@@ -1,6 +1,6 @@
 //! lockward's chaos harness: client processes read-modify-write a shared
-//! register under a lock (fenced, unfenced as a positive control, and as
-//! an elected leader), readers and writers share a read-write lock,
+//! register under a lock (fenced, also through `lockward serve`, unfenced
+//! as a positive control, and as an elected leader), readers and writers share a read-write lock,
 //! instances of a cron job forbid overlapping executions, and more holders
 //! than permits share a semaphore,
 //! while the harness pauses clients past their TTL,
@@ -23,5 +23,6 @@ pub mod rw_check;
 pub mod rw_client;
 pub mod sem_check;
 pub mod sem_client;
+pub mod served_client;
 pub mod target;
 pub mod workload;

@@ -67,6 +67,9 @@ pub struct Report {
     /// Pairs that ran at once after a fault ended every lease early (a
     /// restart without persistence, a server clock jump).
     pub cron_overlaps_excused: u64,
+    /// Locks the served clients (through `lockward serve`) took, judged
+    /// with the fenced workload's.
+    pub served_holds: u64,
     /// Permits granted in the semaphore workload.
     pub sem_holds: u64,
     /// The most holders of the semaphore at once, within their leases.
@@ -217,6 +220,11 @@ pub fn table(r: &Report) -> String {
             "{} / {} ({})",
             r.cron_executions, r.cron_overlaps, r.cron_overlaps_excused
         ),
+    );
+    line(
+        &mut out,
+        "locks taken through lockward serve",
+        r.served_holds.to_string(),
     );
     line(
         &mut out,

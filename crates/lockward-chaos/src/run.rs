@@ -39,6 +39,7 @@ const CLIENTS: &[(Workload, u32)] = &[
     (Workload::RwReader, 2),
     (Workload::Cron, 3),
     (Workload::Semaphore, 4),
+    (Workload::Served, 2),
 ];
 
 /// Runs `config` and returns its report.
@@ -61,6 +62,11 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
     let mut clients: Vec<Child> = Vec::new();
     let mut workload_of: Vec<usize> = Vec::new();
     for (w, &(workload, n)) in CLIENTS.iter().enumerate() {
+        // The mutant's register ignores fences; served clients would write
+        // the fenced one beside it, judged with nobody.
+        if workload == Workload::Served && config.mutant {
+            continue;
+        }
         let workload = if workload == Workload::Fenced && config.mutant {
             Workload::Mutant
         } else {
@@ -105,9 +111,9 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
             // The control first (its anomalies show the faults bite); for
             // the mutant, the fenced workload first.
             let order = if config.mutant {
-                [0, 1, 2, 3, 4, 5, 6]
+                [0, 1, 2, 3, 4, 5, 6, 7]
             } else {
-                [1, 0, 2, 3, 4, 5, 6]
+                [1, 0, 7, 2, 3, 4, 5, 6]
             };
             let turn = order[pauses % CLIENTS.len()];
             pauses += 1;
@@ -232,12 +238,22 @@ async fn report(
             rw_ops.extend(history::load(&dir.join(workload.name())));
             continue;
         }
+        if workload == Workload::Served {
+            // Judged with the fenced clients, below.
+            continue;
+        }
         let workload = if workload == Workload::Fenced && config.mutant {
             Workload::Mutant
         } else {
             workload
         };
-        let ops = history::load(&dir.join(workload.name()));
+        let mut ops = history::load(&dir.join(workload.name()));
+        if workload == Workload::Fenced {
+            // One lock and one register, taken directly and through the
+            // daemon: one history.
+            ops.extend(history::load(&dir.join(Workload::Served.name())));
+            ops.sort_by_key(|o| (o.start, o.client));
+        }
         let register = workload.register(dir).await.map_err(|e| e.to_string())?;
         let last = register
             .read(workload.name())
@@ -339,6 +355,15 @@ async fn report(
         cron_executions: cron.executions,
         cron_overlaps: cron.overlaps,
         cron_overlaps_excused: cron.excused,
+        served_holds: findings
+            .get("fenced")
+            .map(|(_, ops)| {
+                ops.iter()
+                    .filter(|o| o.kind == Kind::Acquire && o.outcome == history::Outcome::Ok)
+                    .filter(|o| o.client >= crate::client::SERVED_INDEX)
+                    .count() as u64
+            })
+            .unwrap_or(0),
         sem_holds: sem.holds,
         sem_most_at_once: sem.most,
         sem_over_permits: sem.over,

@@ -16,6 +16,9 @@ pub const TTL: Duration = Duration::from_secs(1);
 pub enum Workload {
     /// Lock, and write through the fenced register.
     Fenced,
+    /// As [`Fenced`](Workload::Fenced), on the same lock and register, but
+    /// locking through `lockward serve` (see [`crate::served_client`]).
+    Served,
     /// Lock, and write through a register that ignores fences (the
     /// positive control).
     Unfenced,
@@ -41,6 +44,7 @@ impl Workload {
     pub fn name(self) -> &'static str {
         match self {
             Workload::Fenced => "fenced",
+            Workload::Served => "served",
             Workload::Unfenced => "unfenced",
             Workload::Mutant => "mutant",
             Workload::Election => "election",
@@ -55,6 +59,7 @@ impl Workload {
     pub fn parse(text: &str) -> Option<Workload> {
         [
             Workload::Fenced,
+            Workload::Served,
             Workload::Unfenced,
             Workload::Mutant,
             Workload::Election,
@@ -67,10 +72,23 @@ impl Workload {
         .find(|w| w.name() == text)
     }
 
+    /// The lock it takes (`chaos-KEY`) and the register key it writes:
+    /// served clients share the fenced clients'.
+    pub fn key(self) -> &'static str {
+        match self {
+            Workload::Served => Workload::Fenced.name(),
+            other => other.name(),
+        }
+    }
+
     /// The register this workload writes.
     pub async fn register(self, dir: &Path) -> lockward::Result<Arc<dyn FencedResource>> {
         Ok(match self {
-            Workload::Fenced | Workload::Election | Workload::RwWriter | Workload::RwReader => {
+            Workload::Fenced
+            | Workload::Served
+            | Workload::Election
+            | Workload::RwWriter
+            | Workload::RwReader => {
                 Arc::new(SqliteRegister::open(&dir.join("registers.db"), "registers").await?)
             }
             // Cron and Semaphore write none; a plain one costs nothing.

@@ -20,9 +20,9 @@ fn config(backend: &str, seconds: u64, mutant: bool) -> RunConfig {
 
 fn summary(r: &Report) -> String {
     format!(
-        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; semaphore holds {} most {} over {} excused {}; recovery max {} ms; faults {:?}",
+        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; served holds {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; semaphore holds {} most {} over {} excused {}; recovery max {} ms; faults {:?}",
         r.backend, r.seed, r.verdict, r.reasons, r.stale_accepted, r.stale_rejected, r.lost_updates,
-        r.order_violations, r.unfenced_overlaps, r.unfenced_lost_updates, r.rw_reads, r.rw_torn_reads,
+        r.order_violations, r.served_holds, r.unfenced_overlaps, r.unfenced_lost_updates, r.rw_reads, r.rw_torn_reads,
         r.rw_torn_excused, r.cron_executions, r.cron_overlaps, r.sem_holds, r.sem_most_at_once,
         r.sem_over_permits, r.sem_over_excused, r.recovery_ms_max, r.faults
     )
@@ -41,6 +41,11 @@ async fn every_backend_keeps_its_invariants_under_faults() {
         assert_eq!(report.lost_updates, 0, "I1: {}", summary(&report));
         assert_eq!(report.order_violations, 0, "I2/I5: {}", summary(&report));
         assert!(report.rw_reads > 0, "no reads: {}", summary(&report));
+        assert!(
+            report.served_holds > 0,
+            "no lock taken through lockward serve: {}",
+            summary(&report)
+        );
         assert_eq!(report.rw_torn_violations, 0, "I7: {}", summary(&report));
         assert!(
             report.cron_executions > 0,
