@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lockward.dev/go/lockwardtest"
 )
 
 // daemonAddress is the address of the daemon TestMain starts.
@@ -32,32 +34,11 @@ func lockwardBinary() string {
 // startDaemon starts `lockward serve` on store, on a free loopback port,
 // and returns its address and process. It ends with the test binary.
 func startDaemon(store string, options ...string) (string, *exec.Cmd, error) {
-	bin := lockwardBinary()
-	if _, err := os.Stat(bin); err != nil {
-		return "", nil, fmt.Errorf("no lockward binary at %s (build it with `cargo build -p lockward-cli`, or set LOCKWARD_BIN): %w", bin, err)
-	}
-	args := append([]string{"--store", store, "serve", "--listen", "127.0.0.1:0"}, options...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
+	daemon, err := lockwardtest.Start(lockwardBinary(), store, options...)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		_ = cmd.Process.Kill()
-		return "", nil, fmt.Errorf("lockward serve printed no address: %w", err)
-	}
-	_, address, found := strings.Cut(strings.TrimSpace(line), " on ")
-	if !found {
-		_ = cmd.Process.Kill()
-		return "", nil, fmt.Errorf("no address in %q", line)
-	}
-	return address, cmd, nil
+	return daemon.Address, daemon.Cmd, nil
 }
 
 func TestMain(m *testing.M) {

@@ -33,6 +33,7 @@ import (
 	goredislib "github.com/redis/go-redis/v9"
 
 	lockward "lockward.dev/go"
+	"lockward.dev/go/lockwardtest"
 )
 
 func main() {
@@ -69,14 +70,11 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	}
 	defer os.RemoveAll(dir)
 	socket := "unix://" + filepath.Join(dir, "lockward.sock")
-	daemon, err := startDaemon(lockwardBin, redisURL, socket)
+	daemon, err := lockwardtest.Start(lockwardBin, redisURL, "--listen", socket)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		_ = daemon.Process.Signal(syscall.SIGTERM)
-		_ = daemon.Wait()
-	}()
+	defer daemon.Stop()
 	client, err := lockward.Dial(ctx, socket)
 	if err != nil {
 		return err
@@ -150,7 +148,7 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 
 	if leases > 0 {
 		fmt.Println()
-		if err := manyLeases(ctx, socket, daemon.Process.Pid, leases, hold); err != nil {
+		if err := manyLeases(ctx, socket, daemon.Cmd.Process.Pid, leases, hold); err != nil {
 			return err
 		}
 	}
@@ -188,29 +186,6 @@ func startRedis(testserver string) (string, func(), error) {
 		return "", nil, fmt.Errorf("lockward-testserver printed no URL: %w", err)
 	}
 	return strings.TrimSpace(url), stop, nil
-}
-
-// startDaemon starts `lockward serve` on the store, listening on socket,
-// and waits until it says where it listens.
-func startDaemon(bin, store, socket string) (*exec.Cmd, error) {
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("no lockward binary at %s (cargo build --release -p lockward-cli, or set LOCKWARD_BIN): %w", bin, err)
-	}
-	cmd := exec.Command(bin, "--store", store, "serve", "--listen", socket)
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("lockward serve printed no address: %w", err)
-	}
-	return cmd, nil
 }
 
 type rustFigures struct {
