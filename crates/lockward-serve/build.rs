@@ -4,6 +4,8 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_transport(false)
+        // Small buffers per stream (see src/codec.rs).
+        .codec_path("crate::codec::LeanCodec")
         .compile_protos(
             &[
                 "proto/lockward/v1/lockward.proto",

@@ -9,6 +9,7 @@
 //! ends without a release is released at once.
 
 mod auth;
+mod codec;
 mod dapr;
 mod elections;
 mod errors;
