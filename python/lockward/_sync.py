@@ -94,6 +94,30 @@ class Store:
         writer alone."""
         return RwLock(self._native, name)
 
+    def read_lock(
+        self,
+        name: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        label: Optional[str] = None,
+    ) -> Lease:
+        """A reader's share of the read-write lock ``name``:
+        ``store.rw_lock(name).read(...)``."""
+        return self.rw_lock(name).read(ttl=ttl, wait=wait, label=label)
+
+    def write_lock(
+        self,
+        name: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        label: Optional[str] = None,
+    ) -> Lease:
+        """The writer's side of the read-write lock ``name``:
+        ``store.rw_lock(name).write(...)``."""
+        return self.rw_lock(name).write(ttl=ttl, wait=wait, label=label)
+
     def semaphore(self, name: str, permits: int) -> Semaphore:
         """The semaphore ``name`` with ``permits`` permits (every holder
         must agree on the number)."""

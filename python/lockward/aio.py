@@ -452,6 +452,30 @@ class Store:
         """The read-write lock ``name``."""
         return RwLock(self._native, name)
 
+    def read_lock(
+        self,
+        name: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        label: Optional[str] = None,
+    ) -> _Acquisition:
+        """A reader's share of the read-write lock ``name``; await it or
+        ``async with`` it."""
+        return self.rw_lock(name).read(ttl=ttl, wait=wait, label=label)
+
+    def write_lock(
+        self,
+        name: str,
+        *,
+        ttl: float = DEFAULT_TTL,
+        wait: Optional[float] = None,
+        label: Optional[str] = None,
+    ) -> _Acquisition:
+        """The writer's side of the read-write lock ``name``; await it or
+        ``async with`` it."""
+        return self.rw_lock(name).write(ttl=ttl, wait=wait, label=label)
+
     def semaphore(self, name: str, permits: int) -> Semaphore:
         """The semaphore ``name`` with ``permits`` permits."""
         return Semaphore(self._native, name, permits)

@@ -34,6 +34,17 @@ def test_readers_share_and_a_writer_holds_alone(store: lockward.Store) -> None:
 
 
 @every_store
+def test_read_lock_and_write_lock_are_the_read_write_locks_sides(store: lockward.Store) -> None:
+    name = unique("rw-shortcuts")
+    with store.read_lock(name, ttl=10), store.read_lock(name, ttl=10):
+        with pytest.raises((lockward.Busy, lockward.TimedOut)):
+            store.write_lock(name, ttl=10, wait=0.2)
+    with store.write_lock(name, ttl=10, wait=5):
+        with pytest.raises(lockward.Busy):
+            store.rw_lock(name).try_read()
+
+
+@every_store
 def test_a_semaphore_lets_its_permits_in_and_no_more(store: lockward.Store) -> None:
     pool = store.semaphore(unique("pool"), 2)
     one = pool.acquire(ttl=10)
