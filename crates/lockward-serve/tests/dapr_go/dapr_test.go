@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,31 +38,20 @@ func lockwardBinary() string {
 	return filepath.Join("..", "..", "..", "..", "target", "debug", "lockward")
 }
 
-// startDaemon starts `lockward serve` on a free loopback port and returns
-// its address; the process ends with the test binary.
-func startDaemon(store string, options ...string) (string, *exec.Cmd, error) {
-	daemon, err := lockwardtest.Start(lockwardBinary(), store, options...)
-	if err != nil {
-		return "", nil, err
-	}
-	return daemon.Address, daemon.Cmd, nil
-}
-
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "lockward-dapr-go-")
 	if err != nil {
 		panic(err)
 	}
 	daemonStore = "sqlite://" + filepath.Join(dir, "locks.db")
-	address, cmd, err := startDaemon(daemonStore)
+	daemon, err := lockwardtest.Start(lockwardBinary(), daemonStore)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	daemonAddress = address
+	daemonAddress = daemon.Address
 	code := m.Run()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	_ = cmd.Wait()
+	daemon.Stop()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -245,14 +233,12 @@ func TestDaprsAPITokenIsTheDaemonsToken(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("s3cret-token-for-dapr-go\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	address, cmd, err := startDaemon("sqlite://"+filepath.Join(dir, "locks.db"), "--token-file", tokenFile)
+	daemon, err := lockwardtest.Start(lockwardBinary(), "sqlite://"+filepath.Join(dir, "locks.db"), "--token-file", tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	defer daemon.Stop()
+	address := daemon.Address
 
 	t.Setenv("DAPR_API_TOKEN", "wrong")
 	refused := daprClient(t, address)
