@@ -9,7 +9,7 @@ from typing import Optional, Type
 
 from . import _native
 
-__all__ = ["Leadership", "RevokedEvent"]
+__all__ = ["LeaderState", "Leadership", "RevokedEvent"]
 
 
 class RevokedEvent:
@@ -28,19 +28,15 @@ class RevokedEvent:
         return self._lease.wait_revoked(timeout)
 
 
-class Leadership:
-    """This candidate leads ``election`` until it resigns or is revoked.
-
-    Stop leading the moment :attr:`revoked` is set; fence the leader's
-    writes with :attr:`epoch`.
-    """
+class LeaderState:
+    """What a leadership shows in both APIs: the election, this candidate's
+    identity, its epoch and whether it still leads. :class:`Leadership`
+    and :class:`lockward.aio.Leadership` add the calls."""
 
     def __init__(self, native: _native.Lease, identity: str) -> None:
         self._native = native
         self.identity = identity
         """The name this candidate campaigned as."""
-        self.revoked = RevokedEvent(native)
-        """Set when the leadership ends without a resign."""
 
     @property
     def election(self) -> str:
@@ -57,6 +53,22 @@ class Leadership:
     def is_leader(self) -> bool:
         """Whether this candidate still leads (not revoked, not resigned)."""
         return not self._native.is_released() and not self._native.is_revoked()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.election!r} {self.identity!r} epoch={self.epoch}>"
+
+
+class Leadership(LeaderState):
+    """This candidate leads ``election`` until it resigns or is revoked.
+
+    Stop leading the moment :attr:`revoked` is set; fence the leader's
+    writes with :attr:`epoch`.
+    """
+
+    def __init__(self, native: _native.Lease, identity: str) -> None:
+        super().__init__(native, identity)
+        self.revoked = RevokedEvent(native)
+        """Set when the leadership ends without a resign."""
 
     def resign(self) -> None:
         """Gives the leadership up at once; a waiting candidate is elected
@@ -75,5 +87,3 @@ class Leadership:
         if not self._native.is_released():
             self.resign()
 
-    def __repr__(self) -> str:
-        return f"<Leadership {self.election!r} {self.identity!r} epoch={self.epoch}>"

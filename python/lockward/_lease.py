@@ -12,7 +12,7 @@ from typing import Optional, Type
 from . import _native
 from .errors import Lost
 
-__all__ = ["Lease", "LostEvent", "DEFAULT_TTL"]
+__all__ = ["HeldLease", "Lease", "LostEvent", "DEFAULT_TTL"]
 
 log = logging.getLogger("lockward")
 
@@ -38,19 +38,13 @@ class LostEvent:
         return self._lease.wait_lost(timeout)
 
 
-class Lease:
-    """A held lock: its fencing token, its deadline, and whether it was lost.
-
-    It renews itself in the background every third of its TTL (unless taken
-    with ``renew=False``). Use it as a context manager, or call
-    :meth:`release`; a lease dropped while held is released in the
-    background with a :class:`ResourceWarning`.
-    """
+class HeldLease:
+    """What a held lock shows in both APIs: its name, fencing token and
+    deadline, whether it was lost, and a warning when it is dropped while
+    held. :class:`Lease` and :class:`lockward.aio.Lease` add the calls."""
 
     def __init__(self, native: _native.Lease) -> None:
         self._native = native
-        self.lost = LostEvent(native)
-        """Set when the lease is lost."""
 
     @property
     def name(self) -> str:
@@ -72,7 +66,8 @@ class Lease:
     @property
     def deadline(self) -> float:
         """When the lease ends unless renewed, on :func:`time.monotonic`'s
-        scale; never later than the store's."""
+        scale (the event loop's clock by default); never later than the
+        store's."""
         return time.monotonic() + self._native.remaining()
 
     def raise_if_lost(self) -> None:
@@ -80,6 +75,30 @@ class Lease:
         reason = self._native.lost_reason()
         if reason is not None:
             raise Lost(f"lock {self.name!r} was lost: {reason}")
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None and not native.is_released():
+            warnings.warn(
+                f"lock {native.name!r} was dropped without release(); released in the background",
+                ResourceWarning,
+                stacklevel=2,
+            )
+
+
+class Lease(HeldLease):
+    """A held lock: its fencing token, its deadline, and whether it was lost.
+
+    It renews itself in the background every third of its TTL (unless taken
+    with ``renew=False``). Use it as a context manager, or call
+    :meth:`release`; a lease dropped while held is released in the
+    background with a :class:`ResourceWarning`.
+    """
+
+    def __init__(self, native: _native.Lease) -> None:
+        super().__init__(native)
+        self.lost = LostEvent(native)
+        """Set when the lease is lost."""
 
     def extend(self, ttl: Optional[float] = None) -> None:
         """Renews the lease for ``ttl`` seconds (``None``: its own TTL)."""
@@ -107,15 +126,6 @@ class Lease:
                 raise
             # The body's own exception says more; do not hide it.
             log.warning("lock %r was lost before the failing block ended", self.name)
-
-    def __del__(self) -> None:
-        native = getattr(self, "_native", None)
-        if native is not None and not native.is_released():
-            warnings.warn(
-                f"lock {native.name!r} was dropped without release(); released in the background",
-                ResourceWarning,
-                stacklevel=2,
-            )
 
     def __repr__(self) -> str:
         return f"<Lease {self.name!r} fence={self.fence}>"

@@ -13,15 +13,14 @@ and raises :class:`lockward.Lost` in its place::
 from __future__ import annotations
 
 import asyncio
-import time
-import warnings
 from types import TracebackType
 from typing import Any, AsyncGenerator, Awaitable, Callable, Generator, Optional, Sequence, Type, TypeVar
 
 from . import _native
+from ._election import LeaderState
 from ._handles import RateLimitHandle, RwLockHandle, SemaphoreHandle
 from ._keys import KEEP_LONGEST, InProgress, read_found, run_record
-from ._lease import DEFAULT_TTL
+from ._lease import DEFAULT_TTL, HeldLease
 from ._values import Decision
 from .errors import Lost
 
@@ -77,7 +76,7 @@ def _settle(settled: asyncio.Future[T], value: Optional[T], error: Optional[Base
 
 def _abandon(value: object) -> None:
     if isinstance(value, _native.Lease):
-        value.release_async(lambda _value, _error: None)
+        value.release(lambda _value, _error: None)
 
 
 class LostEvent:
@@ -96,58 +95,22 @@ class LostEvent:
         return await _call(self._lease.wait_lost_async)
 
 
-class Lease:
+class Lease(HeldLease):
     """A held lock, as :class:`lockward.Lease`, with awaitable methods."""
 
     def __init__(self, native: _native.Lease) -> None:
-        self._native = native
+        super().__init__(native)
         self.lost = LostEvent(native)
         """Set when the lease is lost."""
 
-    @property
-    def name(self) -> str:
-        """The lock's name (the first, for several taken together)."""
-        return self._native.name
-
-    @property
-    def fence(self) -> int:
-        """The fencing token; send it with every write."""
-        return self._native.fences[0]
-
-    @property
-    def fences(self) -> list[int]:
-        """The fence of each name, in the order given."""
-        return self._native.fences
-
-    @property
-    def deadline(self) -> float:
-        """When the lease ends unless renewed, on :func:`time.monotonic`'s
-        scale (the event loop's clock by default)."""
-        return time.monotonic() + self._native.remaining()
-
-    def raise_if_lost(self) -> None:
-        """Raises :class:`lockward.Lost` if the lease was lost."""
-        reason = self._native.lost_reason()
-        if reason is not None:
-            raise Lost(f"lock {self.name!r} was lost: {reason}")
-
     async def extend(self, ttl: Optional[float] = None) -> None:
         """Renews the lease for ``ttl`` seconds (``None``: its own TTL)."""
-        await _call(lambda done: self._native.extend_async(ttl, done))
+        await _call(lambda done: self._native.extend(ttl, done))
 
     async def release(self) -> None:
         """Releases the lock; a second call does nothing. Raises
         :class:`lockward.Lost` when it had been lost already."""
-        await _call(self._native.release_async)
-
-    def __del__(self) -> None:
-        native = getattr(self, "_native", None)
-        if native is not None and not native.is_released():
-            warnings.warn(
-                f"lock {native.name!r} was dropped without release(); released in the background",
-                ResourceWarning,
-                stacklevel=2,
-            )
+        await _call(self._native.release)
 
     def __repr__(self) -> str:
         return f"<aio.Lease {self.name!r} fence={self.fence}>"
@@ -172,35 +135,18 @@ class RevokedEvent:
         await _call(start)
 
 
-class Leadership:
+class Leadership(LeaderState):
     """This candidate leads, until it resigns or :attr:`revoked` is set
     (see :class:`lockward.Leadership`)."""
 
     def __init__(self, native: _native.Lease, identity: str) -> None:
-        self._native = native
-        self.identity = identity
-        """The name this candidate campaigned as."""
+        super().__init__(native, identity)
         self.revoked = RevokedEvent(native)
         """Set when the leadership ends without a resign."""
 
-    @property
-    def election(self) -> str:
-        """The election's name."""
-        return self._native.name
-
-    @property
-    def epoch(self) -> int:
-        """The fencing token of this leadership."""
-        return self._native.fences[0]
-
-    @property
-    def is_leader(self) -> bool:
-        """Whether this candidate still leads."""
-        return not self._native.is_released() and not self._native.is_revoked()
-
     async def resign(self) -> None:
         """Gives the leadership up at once."""
-        await _call(self._native.release_async)
+        await _call(self._native.release)
 
     async def __aenter__(self) -> Leadership:
         return self
@@ -325,7 +271,7 @@ class Store:
         """Takes the lock ``name``, waiting up to ``wait`` seconds
         (``None``: without a limit); await it, or ``async with`` it."""
         return _Acquisition(
-            lambda done: self._native.acquire_async("lock", [name], 0, 0, ttl, wait, label, renew, done)
+            lambda done: self._native.acquire("lock", [name], 0, 0, ttl, wait, label, renew, done)
         )
 
     def try_lock(
@@ -339,7 +285,7 @@ class Store:
         """Takes the lock ``name`` if it is free, else raises
         :class:`lockward.Busy`."""
         return _Acquisition(
-            lambda done: self._native.acquire_async("lock", [name], 0, 0, ttl, 0.0, label, renew, done)
+            lambda done: self._native.acquire("lock", [name], 0, 0, ttl, 0.0, label, renew, done)
         )
 
     def lock_all(
@@ -354,7 +300,7 @@ class Store:
         """Takes every one of ``names``, all or none."""
         asked = list(names)
         return _Acquisition(
-            lambda done: self._native.acquire_async("lock", asked, 0, 0, ttl, wait, label, renew, done)
+            lambda done: self._native.acquire("lock", asked, 0, 0, ttl, wait, label, renew, done)
         )
 
     async def elect(
@@ -502,7 +448,7 @@ def _acquisition(
     label: Optional[str],
 ) -> _Acquisition:
     return _Acquisition(
-        lambda done: store.acquire_async(kind, [name], permits, take, ttl, wait, label, True, done)
+        lambda done: store.acquire(kind, [name], permits, take, ttl, wait, label, True, done)
     )
 
 

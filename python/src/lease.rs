@@ -156,37 +156,27 @@ impl Lease {
         )
     }
 
-    /// Renews the lease for `ttl` seconds (`None`: its TTL).
-    #[pyo3(signature = (ttl=None))]
-    fn extend(&self, py: Python<'_>, ttl: Option<f64>) -> PyResult<()> {
+    /// Renews the lease for `ttl` seconds (`None`: its TTL); given
+    /// `done`, in the background.
+    #[pyo3(signature = (ttl=None, done=None))]
+    fn extend(
+        &self,
+        py: Python<'_>,
+        ttl: Option<f64>,
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         self.in_its_process()?;
         let ttl = optional_seconds("ttl", ttl)?;
-        block_on(py, extend(self.held.clone(), self.name.clone(), ttl))
+        let work = extend(self.held.clone(), self.name.clone(), ttl);
+        now_or_later(py, work, done, |py, ()| Ok(py.None()))
     }
 
-    /// As `extend`, in the background.
-    #[pyo3(signature = (ttl, done))]
-    fn extend_async(&self, py: Python<'_>, ttl: Option<f64>, done: Py<PyAny>) -> PyResult<Pending> {
+    /// Releases the lease; a second release does nothing. Given `done`,
+    /// in the background.
+    #[pyo3(signature = (done=None))]
+    fn release(&self, py: Python<'_>, done: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
         self.in_its_process()?;
-        let ttl = optional_seconds("ttl", ttl)?;
-        settle(
-            py,
-            extend(self.held.clone(), self.name.clone(), ttl),
-            done,
-            |py, ()| Ok(py.None()),
-        )
-    }
-
-    /// Releases the lease; a second release does nothing.
-    fn release(&self, py: Python<'_>) -> PyResult<()> {
-        self.in_its_process()?;
-        block_on(py, release(self.held.clone()))
-    }
-
-    /// As `release`, in the background.
-    fn release_async(&self, py: Python<'_>, done: Py<PyAny>) -> PyResult<Pending> {
-        self.in_its_process()?;
-        settle(py, release(self.held.clone()), done, |py, ()| Ok(py.None()))
+        now_or_later(py, release(self.held.clone()), done, |py, ()| Ok(py.None()))
     }
 
     /// A leadership: whether it ended without a resign (its renewals failed

@@ -13,7 +13,7 @@ use crate::errors::invalid;
 use crate::lease::Lease;
 use crate::limits::{self, Verdict};
 use crate::rows::{row_of, Row};
-use crate::task::{block_on, now_or_later, settle, Pending};
+use crate::task::{block_on, now_or_later};
 
 /// A lockward store, shared by every thread of the process.
 #[pyclass(frozen, module = "lockward._native")]
@@ -166,8 +166,11 @@ impl Store {
     /// `names`, all or none; "read", "write": a read-write lock's sides;
     /// "permits": `take` of a semaphore's `permits`), waiting up to `wait`
     /// seconds (`None`: without a limit; `0`: only if free), the GIL
-    /// released; Ctrl-C ends the wait and leaves nothing held.
-    #[pyo3(signature = (kind, names, permits, take, ttl, wait, label, renew))]
+    /// released; Ctrl-C ends the wait and leaves nothing held. Given
+    /// `done`, it takes it in the background and returns at once
+    /// (`done(lease, None)` or `done(None, exception)` follows from
+    /// another thread).
+    #[pyo3(signature = (kind, names, permits, take, ttl, wait, label, renew, done=None))]
     #[allow(clippy::too_many_arguments)]
     fn acquire(
         &self,
@@ -180,33 +183,11 @@ impl Store {
         wait: Option<f64>,
         label: Option<String>,
         renew: bool,
-    ) -> PyResult<Lease> {
+        done: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let ask = Ask::new(kind, names, permits, take, ttl, wait, label, renew)?;
         let store = self.here(py)?;
-        let held = block_on(py, ask.take(store))?;
-        Ok(Lease::new(held))
-    }
-
-    /// As `acquire`, in the background: `done(lease, None)` or
-    /// `done(None, exception)` is called from another thread.
-    #[pyo3(signature = (kind, names, permits, take, ttl, wait, label, renew, done))]
-    #[allow(clippy::too_many_arguments)]
-    fn acquire_async(
-        &self,
-        py: Python<'_>,
-        kind: &str,
-        names: Vec<String>,
-        permits: u32,
-        take: u32,
-        ttl: f64,
-        wait: Option<f64>,
-        label: Option<String>,
-        renew: bool,
-        done: Py<PyAny>,
-    ) -> PyResult<Pending> {
-        let ask = Ask::new(kind, names, permits, take, ttl, wait, label, renew)?;
-        let store = self.here(py)?;
-        settle(py, ask.take(store), done, |py, held| {
+        now_or_later(py, ask.take(store), done, |py, held| {
             Ok(Py::new(py, Lease::new(held))?.into_any())
         })
     }
@@ -245,12 +226,9 @@ impl Store {
         let period = seconds("period", period)?;
         let store = self.here(py)?;
         let check = limits::check(store, name, subject, limit, period, burst);
-        let verdict_of =
-            |py: Python<'_>, verdict: Verdict| Ok(verdict.into_pyobject(py)?.into_any().unbind());
-        match done {
-            None => verdict_of(py, block_on(py, check)?),
-            Some(done) => Ok(Py::new(py, settle(py, check, done, verdict_of)?)?.into_any()),
-        }
+        now_or_later(py, check, done, |py, verdict: Verdict| {
+            Ok(verdict.into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// Campaigns in `election` as `identity` until elected (or `wait`
