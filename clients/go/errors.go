@@ -57,6 +57,9 @@ var (
 	// ErrUnauthenticated: the daemon requires a token (WithToken) and the
 	// call carried none, or another.
 	ErrUnauthenticated = &Error{Kind: "Unauthenticated"}
+	// ErrTooManyLeases: the daemon already holds the most leases it takes
+	// (its --max-leases); one is free again once another is released.
+	ErrTooManyLeases = &Error{Kind: "TooManyLeases"}
 )
 
 // errorKindKey is the metadata entry in which the daemon names the kind.
@@ -89,6 +92,8 @@ func fromStatus(err error, trailer metadata.MD) error {
 			kind = "TimedOut"
 		case codes.InvalidArgument:
 			kind = "InvalidArgument"
+		case codes.ResourceExhausted:
+			kind = "TooManyLeases"
 		case codes.Canceled:
 			return err
 		default:

@@ -404,3 +404,39 @@ func TestOnServerStores(t *testing.T) {
 		})
 	}
 }
+
+func TestADaemonAtItsMostLeasesRefusesOneMore(t *testing.T) {
+	address, cmd, err := startDaemon("sqlite://"+t.TempDir()+"/locks.db", "--max-leases", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	ctx := context.Background()
+	client := dial(t, address)
+	held, err := client.TryLock(ctx, "go/first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.TryLock(ctx, "go/second"); !errors.Is(err, ErrTooManyLeases) {
+		t.Fatalf("want ErrTooManyLeases, got %v", err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The place is free once the lease's stream has ended.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		second, err := client.TryLock(ctx, "go/second")
+		if err == nil {
+			_ = second.Release(ctx)
+			return
+		}
+		if !errors.Is(err, ErrTooManyLeases) || time.Now().After(deadline) {
+			t.Fatalf("the place was not freed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

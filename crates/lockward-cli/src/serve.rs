@@ -4,7 +4,9 @@
 //! same port, for every Dapr SDK.
 
 use lockward::Store;
-use lockward_serve::{Listen, Service, Tls, Token, DEFAULT_DAPR_STORE, DEFAULT_LISTEN};
+use lockward_serve::{
+    Listen, Service, Tls, Token, DEFAULT_DAPR_STORE, DEFAULT_LISTEN, DEFAULT_MAX_LEASES,
+};
 
 use crate::exit;
 use crate::stop::StopRequest;
@@ -45,6 +47,16 @@ pub struct ServeArgs {
     /// The group whose members may use the unix socket (mode 0660).
     #[arg(long, value_name = "GROUP")]
     group: Option<String>,
+    /// The most leases held at once, for all clients together (about
+    /// 13 KB of memory each); one more is refused with RESOURCE_EXHAUSTED.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "LOCKWARD_MAX_LEASES",
+        default_value_t = DEFAULT_MAX_LEASES as u32,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    max_leases: u32,
 }
 
 /// Serves until SIGINT or SIGTERM; every lease still held is released
@@ -57,7 +69,9 @@ pub async fn serve(store: &Store, args: ServeArgs) -> u8 {
             return exit::USAGE;
         }
     };
-    let mut service = Service::new(store.clone()).dapr_store(args.dapr_store);
+    let mut service = Service::new(store.clone())
+        .dapr_store(args.dapr_store)
+        .max_leases(args.max_leases as usize);
     if let Some(path) = &args.token_file {
         match Token::from_file(path) {
             Ok(token) => service = service.token(token),

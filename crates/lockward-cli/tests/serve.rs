@@ -270,6 +270,45 @@ async fn the_token_the_dapr_store_name_and_the_group_are_applied() {
     assert!(locked.into_inner().success);
 }
 
+#[tokio::test]
+async fn max_leases_bounds_what_the_daemon_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let served = serve_with(&store, "127.0.0.1:0", &["--max-leases", "1"]);
+    let mut client = connect(&served.on).await;
+    let held = take(&mut client, "first", None).await.expect("one place");
+    let refused = take(&mut client, "second", None)
+        .await
+        .expect_err("no second place");
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    assert_eq!(
+        refused
+            .metadata()
+            .get(lockward_serve::ERROR_KIND_KEY)
+            .unwrap(),
+        "TooManyLeases"
+    );
+    assert!(refused.message().contains("--max-leases"), "{refused:?}");
+    drop(held);
+    // The place is free once the stream ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while take(&mut client, "second", None).await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place was not freed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let zero = Command::new(lockward())
+        .args(["--store", "memory://", "serve", "--listen", "127.0.0.1:0"])
+        .args(["--max-leases", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(zero.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&zero.stderr);
+    assert!(err.contains("--max-leases"), "{err}");
+}
+
 #[test]
 fn a_missing_token_file_or_a_group_for_tcp_is_a_usage_error() {
     let missing = Command::new(lockward())

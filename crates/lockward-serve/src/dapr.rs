@@ -16,6 +16,7 @@ use std::time::Duration;
 use lockward::{Guard, LockOptions, Renewal, Store};
 use tonic::{Request, Response, Status};
 
+use crate::capacity::{Admitted, Capacity};
 use crate::errors::{invalid, status_of};
 use crate::pb_dapr::{
     dapr_server::Dapr, unlock_response, TryLockRequest, TryLockResponse, UnlockRequest,
@@ -35,6 +36,8 @@ const LONGEST_EXPIRY: Duration = Duration::from_secs(7 * 24 * 3600);
 struct DaprHold {
     owner: String,
     guard: Guard,
+    /// Its place among the daemon's leases.
+    _admitted: Admitted,
 }
 
 /// Dapr's lock calls over one store.
@@ -45,6 +48,8 @@ pub struct DaprLocks {
     /// The locks taken through this API, by resource, until they expire
     /// or are unlocked.
     held: Arc<Mutex<HashMap<String, DaprHold>>>,
+    /// The daemon's count of leases, which every lock taken here joins.
+    capacity: Capacity,
 }
 
 impl DaprLocks {
@@ -55,7 +60,14 @@ impl DaprLocks {
             store,
             store_name: store_name.into(),
             held: Arc::default(),
+            capacity: Capacity::new(usize::MAX),
         }
+    }
+
+    /// Counts every lock taken here among `capacity`'s leases.
+    pub(crate) fn admitted_by(mut self, capacity: Capacity) -> DaprLocks {
+        self.capacity = capacity;
+        self
     }
 
     fn check_store(&self, store_name: &str) -> Result<(), Status> {
@@ -111,6 +123,7 @@ impl Dapr for DaprLocks {
                     LONGEST_EXPIRY.as_secs()
                 ))
             })?;
+        let admitted = self.capacity.admit()?;
         let opts = LockOptions::new()
             .ttl(expiry)
             .renewal(Renewal::Off)
@@ -129,6 +142,7 @@ impl Dapr for DaprLocks {
             DaprHold {
                 owner: request.lock_owner,
                 guard,
+                _admitted: admitted,
             },
         );
         let mut response = Response::new(TryLockResponse { success: true });

@@ -36,7 +36,7 @@ impl Elections for Service {
         &self,
         request: Request<Streaming<pb::LeaseRequest>>,
     ) -> Result<Response<Events>, Status> {
-        Ok(self.lease_stream(Opening::Campaign, request.into_inner()))
+        self.lease_stream(Opening::Campaign, request.into_inner())
     }
 
     async fn leader(

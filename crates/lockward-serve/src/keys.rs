@@ -15,7 +15,7 @@ impl Keys for Service {
         &self,
         request: Request<Streaming<pb::LeaseRequest>>,
     ) -> Result<Response<Events>, Status> {
-        Ok(self.lease_stream(Opening::Claim, request.into_inner()))
+        self.lease_stream(Opening::Claim, request.into_inner())
     }
 
     async fn result(

@@ -9,6 +9,7 @@
 //! ends without a release is released at once.
 
 mod auth;
+mod capacity;
 mod codec;
 mod dapr;
 mod elections;
@@ -35,6 +36,7 @@ pub mod pb_dapr {
 }
 
 pub use auth::{Token, TokenError};
+pub use capacity::DEFAULT_MAX_LEASES;
 pub use dapr::{DaprLocks, DEFAULT_DAPR_STORE, FENCE_HEADER};
 pub use errors::{status_of, ERROR_KIND_KEY};
 pub use listen::{Bound, Listen, ListenError, DEFAULT_LISTEN, MAX_STREAMS_PER_CONNECTION};

@@ -265,6 +265,11 @@ impl Bound {
             // One client may hold many leases on one connection, not
             // without bound: a stream past the limit is refused.
             .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+            // HTTP/2 closes a connection that has too many small messages
+            // waiting to be read, counted against half this window; a lease
+            // opens with one small message, so the window is sized for
+            // every stream of a connection opening at once.
+            .initial_connection_window_size(CONNECTION_WINDOW)
             // A client that stops answering pings (frozen, gone without a
             // FIN) has its streams ended, which releases its leases.
             .http2_keepalive_interval(Some(KEEPALIVE))
@@ -337,6 +342,11 @@ async fn set_health(health: &HealthReporter, status: ServingStatus) {
 /// The most streams (leases, candidacies, claims, observers) one
 /// connection may have open at once.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 16_384;
+
+/// The HTTP/2 connection window: room for the first message of every
+/// stream a connection may open at once (about 230 bytes of HTTP/2's
+/// budget each).
+const CONNECTION_WINDOW: u32 = 8 * 1024 * 1024;
 
 /// How often the server pings a quiet connection.
 const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(30);

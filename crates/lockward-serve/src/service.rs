@@ -11,6 +11,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::auth::Token;
+use crate::capacity::{Capacity, DEFAULT_MAX_LEASES};
 use crate::dapr::{DaprLocks, DEFAULT_DAPR_STORE};
 use crate::errors::{invalid, status_of};
 use crate::lease::Opening;
@@ -29,6 +30,9 @@ pub struct Service {
     stop: Arc<watch::Sender<bool>>,
     /// How many lease streams are being served now.
     leases: Arc<watch::Sender<usize>>,
+    /// Every lease the daemon holds (streams and Dapr's locks), and the
+    /// most it takes.
+    capacity: Capacity,
     /// Dapr's lock calls, on the same store.
     dapr: DaprLocks,
     /// The token every call must carry, if one was set.
@@ -62,12 +66,14 @@ impl Service {
     /// The service over `store`.
     pub fn new(store: Store) -> Service {
         let (stop, stopping) = watch::channel(false);
+        let capacity = Capacity::new(DEFAULT_MAX_LEASES);
         Service {
-            dapr: DaprLocks::new(store.clone(), DEFAULT_DAPR_STORE),
+            dapr: DaprLocks::new(store.clone(), DEFAULT_DAPR_STORE).admitted_by(capacity.clone()),
             store,
             stopping,
             stop: Arc::new(stop),
             leases: Arc::new(watch::channel(0).0),
+            capacity,
             token: None,
             tls: None,
             first_message: FIRST_MESSAGE,
@@ -78,6 +84,15 @@ impl Service {
     /// by default) with `INVALID_ARGUMENT`.
     pub fn first_message_within(mut self, within: std::time::Duration) -> Service {
         self.first_message = within;
+        self
+    }
+
+    /// Holds at most `max` leases at once (lease streams and Dapr's locks
+    /// together; [`DEFAULT_MAX_LEASES`](crate::DEFAULT_MAX_LEASES) unless
+    /// set): one more is refused with `RESOURCE_EXHAUSTED` (lockward kind
+    /// `TooManyLeases`) and the leases already held go on undisturbed.
+    pub fn max_leases(self, max: usize) -> Service {
+        self.capacity.set_max(max);
         self
     }
 
@@ -99,7 +114,7 @@ impl Service {
     /// Answers Dapr's lock calls to the lock store `name` (default
     /// `lockward`); calls naming another store are `INVALID_ARGUMENT`.
     pub fn dapr_store(mut self, name: impl Into<String>) -> Service {
-        self.dapr = DaprLocks::new(self.store.clone(), name);
+        self.dapr = DaprLocks::new(self.store.clone(), name).admitted_by(self.capacity.clone());
         self
     }
 
@@ -145,12 +160,13 @@ impl Service {
     }
 
     /// Serves one lease stream (a lease, a candidacy or a claim) in a task
-    /// of its own.
+    /// of its own, or refuses it when the daemon holds its most leases.
     pub(crate) fn lease_stream(
         &self,
         opening: Opening,
         requests: Streaming<pb::LeaseRequest>,
-    ) -> Response<Events> {
+    ) -> Result<Response<Events>, Status> {
+        let admitted = self.capacity.admit()?;
         let (events, received) = mpsc::channel(4);
         let store = self.store.clone();
         let stopping = self.stopping.clone();
@@ -158,9 +174,9 @@ impl Service {
         let first_within = self.first_message;
         tokio::spawn(async move {
             crate::lease::serve(opening, first_within, store, requests, events, stopping).await;
-            drop(serving);
+            drop((serving, admitted));
         });
-        Response::new(Box::pin(ReceiverStream::new(received)))
+        Ok(Response::new(Box::pin(ReceiverStream::new(received))))
     }
 }
 
@@ -175,7 +191,7 @@ impl Locks for Service {
         &self,
         request: Request<Streaming<pb::LeaseRequest>>,
     ) -> Result<Response<Events>, Status> {
-        Ok(self.lease_stream(Opening::Acquire, request.into_inner()))
+        self.lease_stream(Opening::Acquire, request.into_inner())
     }
 
     async fn inspect(

@@ -1,13 +1,16 @@
 //! Bad clients against a real daemon (SQLite store): garbage bytes on the
-//! socket, a stream that never asks, many streams on one connection. Each
-//! gets a clear error or is cut off, the daemon stays up, and a holder on
-//! another connection is not disturbed.
+//! socket, a stream that never asks, many streams on one connection, more
+//! streams than the daemon takes. Each gets a clear error or is cut off,
+//! the daemon stays up, and a holder on another connection is not
+//! disturbed.
 
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use lockward_serve::pb::{
     self, lease_event::Event, lease_request::Request, locks_client::LocksClient,
 };
+use lockward_serve::pb_dapr::{dapr_client::DaprClient, TryLockRequest};
 use lockward_serve::Service;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -16,10 +19,11 @@ use tokio_stream::wrappers::ReceiverStream;
 mod daemon;
 use daemon::{kind, Daemon, Lease};
 
+/// A lease held a minute: the tests' leases outlast them without renewing.
 fn acquire(name: &str) -> Request {
     Request::Acquire(pb::Acquire {
         names: vec![name.to_string()],
-        ttl_ms: 5_000,
+        ttl_ms: 60_000,
         ..Default::default()
     })
 }
@@ -130,4 +134,98 @@ async fn ten_thousand_streams_on_one_connection_are_served_and_released() {
     )
     .await;
     again.granted().await;
+}
+
+#[tokio::test]
+async fn a_client_that_opens_a_hundred_thousand_streams_is_refused_past_the_daemons_limit() {
+    const LIMIT: usize = 2_000;
+    const STREAMS: usize = 100_000;
+    let daemon = Daemon::start_with(|store| Service::new(store).max_leases(LIMIT)).await;
+    let (_client, mut holder) = bystander(&daemon).await;
+    // Eight connections, many streams in flight on each.
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(LocksClient::new(daemon.channel().await));
+    }
+    let opened = futures_util::stream::iter(0..STREAMS)
+        .map(|i| {
+            let mut client = clients[i % clients.len()].clone();
+            async move {
+                let (send, requests) = mpsc::channel(1);
+                send.send(pb::LeaseRequest {
+                    request: Some(acquire(&format!("flood/{i}"))),
+                })
+                .await
+                .unwrap();
+                match client.lease(ReceiverStream::new(requests)).await {
+                    Ok(events) => {
+                        let mut events = events.into_inner();
+                        let event = events.message().await.unwrap().unwrap().event;
+                        assert!(matches!(event, Some(Event::Granted(_))), "{event:?}");
+                        Ok((send, events))
+                    }
+                    Err(status) => Err(status),
+                }
+            }
+        })
+        .buffer_unordered(1_000)
+        .collect::<Vec<_>>()
+        .await;
+    let (held, refused): (Vec<_>, Vec<_>) = opened.into_iter().partition(Result::is_ok);
+    // The bystander holds one place.
+    assert_eq!(held.len(), LIMIT - 1);
+    assert_eq!(refused.len(), STREAMS - (LIMIT - 1));
+    for status in refused.iter().map(|r| r.as_ref().err().unwrap()) {
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+        assert_eq!(kind(status), "TooManyLeases");
+    }
+    still_held(&mut holder).await;
+    // Dapr's locks count too.
+    let mut dapr = DaprClient::new(daemon.channel().await);
+    let full = dapr
+        .try_lock_alpha1(TryLockRequest {
+            store_name: "lockward".into(),
+            resource_id: "dapr-when-full".into(),
+            lock_owner: "me".into(),
+            expiry_in_seconds: 10,
+        })
+        .await
+        .expect_err("refused while full");
+    assert_eq!(full.code(), tonic::Code::ResourceExhausted);
+    // Places free as streams end.
+    drop(held);
+    let mut client = LocksClient::new(daemon.channel().await);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (send, requests) = mpsc::channel(1);
+        send.send(pb::LeaseRequest {
+            request: Some(acquire("after-the-flood")),
+        })
+        .await
+        .unwrap();
+        match client.lease(ReceiverStream::new(requests)).await {
+            Ok(events) => {
+                let event = events.into_inner().message().await.unwrap().unwrap().event;
+                assert!(matches!(event, Some(Event::Granted(_))), "{event:?}");
+                break;
+            }
+            Err(status) if tokio::time::Instant::now() < deadline => {
+                assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("no place freed within 10 s: {status:?}"),
+        }
+    }
+    assert!(
+        dapr.try_lock_alpha1(TryLockRequest {
+            store_name: "lockward".into(),
+            resource_id: "dapr-after".into(),
+            lock_owner: "me".into(),
+            expiry_in_seconds: 10,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .success
+    );
 }
