@@ -52,6 +52,9 @@ var (
 	ErrInvalidArgument = &Error{Kind: "InvalidArgument"}
 	// ErrUnavailable: the store (or the daemon) could not be reached.
 	ErrUnavailable = &Error{Kind: "Unavailable"}
+	// ErrDenied: the store refused the daemon's credentials or
+	// permissions; retrying does not help until they are changed.
+	ErrDenied = &Error{Kind: "Denied"}
 	// ErrNotSupported: the store cannot do what was asked.
 	ErrNotSupported = &Error{Kind: "NotSupported"}
 	// ErrUnauthenticated: the daemon requires a token (WithToken) and the

@@ -28,6 +28,7 @@ from ._values import Decision, Holder
 from .errors import (
     Busy,
     Contended,
+    Denied,
     Error,
     InvalidArgument,
     Lost,
@@ -61,6 +62,7 @@ __all__ = [
     "reset_logging",
     "Busy",
     "Contended",
+    "Denied",
     "Error",
     "InvalidArgument",
     "Lost",

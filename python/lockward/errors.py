@@ -17,6 +17,7 @@ __all__ = [
     "InvalidArgument",
     "Contended",
     "Unavailable",
+    "Denied",
     "Protocol",
     "Stale",
     "NotSupported",
@@ -59,6 +60,11 @@ class Contended(Error):
 
 class Unavailable(Error):
     """The store could not be reached or did not answer in time."""
+
+
+class Denied(Error):
+    """The store refused lockward's credentials or permissions; waiting
+    does not help until they are changed."""
 
 
 class Protocol(Error):

@@ -6,6 +6,8 @@ use lockward::Error;
 pub const USAGE: u8 = 64;
 /// The store could not be reached.
 pub const UNAVAILABLE: u8 = 69;
+/// The store refused lockward's credentials or permissions.
+pub const DENIED: u8 = 77;
 /// An internal error or an unexpected reply from the store; also the
 /// command's keeper killed (its tree ended before the lock was released).
 pub const SOFTWARE: u8 = 70;
@@ -28,6 +30,7 @@ Exit status:
                        keeper was killed (its tree was ended before the lock was released)
   75                   the lock could not be had (--no-wait, or --wait ran out)
   76                   the lock was lost while the command ran; it was terminated
+  77                   the store refused lockward's credentials or permissions
   126                  the command could not be executed
   127                  the command was not found";
 
@@ -43,6 +46,7 @@ pub fn for_error(e: &Error) -> u8 {
             USAGE
         }
         Error::Unavailable { .. } => UNAVAILABLE,
+        Error::Denied { .. } => DENIED,
         _ => SOFTWARE,
     }
 }

@@ -537,3 +537,201 @@ fn wait_until_held(url: &str, name: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The race of client-go's and lockward's candidates for one Lease, as a
+/// mixed fleet runs it: lease 4 s, renew deadline 3 s, retry 500 ms.
+const RACE_TIMING: [Duration; 3] = [
+    Duration::from_secs(4),
+    Duration::from_secs(3),
+    Duration::from_millis(500),
+];
+
+/// One candidate of the race: client-go's elector (its stdout lines) or
+/// `lockward elect` (its command's beats, in `dir/beats`).
+struct Racer {
+    id: String,
+    process: KillOnDrop,
+    lines: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
+}
+
+impl Racer {
+    fn client_go(server: &KubeApiServer, id: &str) -> Racer {
+        let mut process = KillOnDrop(
+            server
+                .lease_leader_command("lockward-scheduler", id, RACE_TIMING)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let lines = read_lines(&mut process.0);
+        wait_for_line(&lines, &format!("candidate {id}"), Duration::from_secs(10));
+        Racer {
+            id: id.to_string(),
+            process,
+            lines: Some(lines),
+        }
+    }
+
+    fn lockward(server: &KubeApiServer, dir: &Path, id: &str) -> Racer {
+        let script = r#"while :; do echo "$(date +%s%3N) beat $1" >> "$2/beats"; sleep 0.05; done"#;
+        let process = KillOnDrop(
+            Command::new(lockward())
+                .args(["--store", &server.url(), "elect", "scheduler"])
+                .args(["--identity", id, "--lease", "4s"])
+                .args(["--renew-deadline", "3s", "--retry", "500ms", "--"])
+                .args(["sh", "-c", script, "sh", id])
+                .arg(dir)
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        Racer {
+            id: id.to_string(),
+            process,
+            lines: None,
+        }
+    }
+
+    fn is_lockward(&self) -> bool {
+        self.lines.is_none()
+    }
+
+    /// When this candidate started leading (ms since the epoch), if it has.
+    fn started(&self, dir: &Path) -> Option<u64> {
+        match &self.lines {
+            Some(lines) => find_line(lines, &format!("started leading {}", self.id)),
+            None => self.beats(dir).first().copied(),
+        }
+    }
+
+    /// The last time this candidate acted as the leader, if it did.
+    fn last_led(&self, dir: &Path) -> Option<u64> {
+        self.beats(dir).last().copied()
+    }
+
+    fn beats(&self, dir: &Path) -> Vec<u64> {
+        let text = std::fs::read_to_string(dir.join("beats")).unwrap_or_default();
+        let mine = format!(" beat {}", self.id);
+        text.lines()
+            .filter(|l| l.ends_with(&mine))
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect()
+    }
+}
+
+#[test]
+fn lockward_and_client_go_candidates_share_the_takeovers_after_kills() {
+    const ROUNDS: usize = 8;
+    let _turn = one_at_a_time();
+    let server = KubeApiServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // client-go's candidates first: the first takeover is theirs to lose.
+    let mut racers = vec![
+        Racer::client_go(&server, "go-1"),
+        Racer::client_go(&server, "go-2"),
+    ];
+    let until = Instant::now() + Duration::from_secs(15);
+    while !racers.iter().any(|r| r.started(dir).is_some()) {
+        assert!(Instant::now() < until, "nobody led");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    racers.push(Racer::lockward(&server, dir, "lw-1"));
+    racers.push(Racer::lockward(&server, dir, "lw-2"));
+    let mut fresh = 3;
+    let mut takeovers = Vec::new();
+    let mut reigns: Vec<(String, u64, u64)> = Vec::new();
+    for _ in 0..ROUNDS {
+        // The leader leads for a few renewals, with every waiter watching.
+        std::thread::sleep(Duration::from_millis(1_500));
+        let leading: Vec<usize> = (0..racers.len())
+            .filter(|&i| racers[i].started(dir).is_some())
+            .collect();
+        assert_eq!(leading.len(), 1, "not one leader among the living");
+        let mut leader = racers.remove(leading[0]);
+        let killed = now_ms();
+        leader.process.0.kill().unwrap();
+        leader.process.0.wait().unwrap();
+        let until = Instant::now() + RACE_TIMING[0] + Duration::from_secs(5);
+        let (next, started) = loop {
+            if let Some((i, at)) = racers
+                .iter()
+                .enumerate()
+                .find_map(|(i, r)| r.started(dir).map(|at| (i, at)))
+            {
+                break (i, at);
+            }
+            assert!(Instant::now() < until, "nobody took over after the kill");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // When the winner wrote the Lease, on this host's clock.
+        let acquired = lease_field(&server, "lockward-scheduler", ".spec.acquireTime");
+        let taken = chrono::DateTime::parse_from_rfc3339(&acquired)
+            .map(|t| t.timestamp_millis() as u64)
+            .unwrap_or_else(|e| panic!("acquireTime {acquired:?}: {e}"));
+        let began = leader.started(dir).unwrap();
+        let ended = leader.last_led(dir).unwrap_or(killed).max(killed);
+        reigns.push((leader.id.clone(), began, ended));
+        takeovers.push((
+            leader.is_lockward(),
+            racers[next].is_lockward(),
+            taken.saturating_sub(killed),
+            started.saturating_sub(killed),
+        ));
+        assert!(
+            started > leader.last_led(dir).unwrap_or(0),
+            "{} led at {started} while {} still acted",
+            racers[next].id,
+            leader.id
+        );
+        // A fresh candidate of the killed kind joins.
+        let id = if leader.is_lockward() {
+            format!("lw-{fresh}")
+        } else {
+            format!("go-{fresh}")
+        };
+        fresh += 1;
+        let joined = if leader.is_lockward() {
+            Racer::lockward(&server, dir, &id)
+        } else {
+            Racer::client_go(&server, &id)
+        };
+        racers.push(joined);
+    }
+    let describe = |(from, to, taken, leading): &(bool, bool, u64, u64)| {
+        let kind = |lw: &bool| if *lw { "lockward" } else { "client-go" };
+        format!(
+            "{} -> {}: Lease taken {taken} ms after the kill, leading {leading} ms after",
+            kind(from),
+            kind(to)
+        )
+    };
+    let report: Vec<String> = takeovers.iter().map(describe).collect();
+    println!("takeovers: {report:#?}");
+    // No two reigns overlap.
+    reigns.sort_by_key(|r| r.1);
+    for pair in reigns.windows(2) {
+        assert!(pair[0].2 < pair[1].1, "overlap: {pair:?}");
+    }
+    let lease = RACE_TIMING[0].as_millis() as u64;
+    // Measured to when the winner leads: its command started, or client-go
+    // called OnStartedLeading.
+    for (_, _, _, ms) in &takeovers {
+        assert!(*ms <= lease + 1_000, "a takeover took {ms} ms: {report:?}");
+    }
+    let mut times: Vec<u64> = takeovers.iter().map(|t| t.3).collect();
+    times.sort_unstable();
+    let median = times[times.len() / 2];
+    assert!(median <= lease + 600, "median {median} ms: {report:?}");
+    let won = takeovers.iter().filter(|t| t.1).count();
+    assert!(
+        won * 3 >= takeovers.len(),
+        "lockward won {won} of {}: {report:?}",
+        takeovers.len()
+    );
+    assert!(
+        takeovers.iter().any(|t| !t.0 && t.1),
+        "never from client-go to lockward: {report:?}"
+    );
+}

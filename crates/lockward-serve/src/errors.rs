@@ -41,6 +41,7 @@ fn code_of(error: &lockward::Error) -> Code {
         E::Lost { .. } | E::NotOwner { .. } | E::Stale { .. } => Code::FailedPrecondition,
         E::InvalidArgument { .. } => Code::InvalidArgument,
         E::Unavailable { .. } => Code::Unavailable,
+        E::Denied { .. } => Code::PermissionDenied,
         E::NotSupported { .. } | E::NotBuilt { .. } => Code::Unimplemented,
         _ => Code::Internal,
     }

@@ -99,6 +99,20 @@ pub enum Error {
         #[source]
         cause: Option<Cause>,
     },
+    /// The store refused this client: its credentials (a wrong or expired
+    /// password or token) or its permissions (a missing grant). Waiting
+    /// does not help, so no wait retries it; the message names what was
+    /// refused. `address` never contains a password.
+    #[error("store {address} refused this client: {message}")]
+    Denied {
+        /// The store's address, with any password redacted.
+        address: String,
+        /// What was refused, and what to grant.
+        message: String,
+        /// The driver's error behind it, where there is one.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// The store answered something lockward did not expect.
     #[error("unexpected reply from store {address}: {message}")]
     Protocol {
@@ -170,6 +184,7 @@ impl Error {
             Error::InvalidArgument { .. } => "InvalidArgument",
             Error::Contended { .. } => "Contended",
             Error::Unavailable { .. } => "Unavailable",
+            Error::Denied { .. } => "Denied",
             Error::Protocol { .. } => "Protocol",
             Error::Stale { .. } => "Stale",
             Error::NotSupported { .. } => "NotSupported",

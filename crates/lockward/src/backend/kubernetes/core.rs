@@ -2,6 +2,7 @@
 //! pod's service account, the namespace, and how API errors map to
 //! lockward's.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -31,7 +32,7 @@ pub struct KubernetesBackend {
     /// What each Lease held by someone else looked like when this process
     /// last saw it change, and when: expiry is timed from that moment on
     /// the local clock, as client-go times it.
-    pub(super) observed: Observed,
+    pub(super) observed: Arc<Observed>,
 }
 
 impl KubernetesBackend {
@@ -66,7 +67,7 @@ impl KubernetesBackend {
             namespace,
             prefix: url.prefix.clone(),
             address,
-            observed: Observed::default(),
+            observed: Arc::default(),
         };
         backend
             .client
@@ -94,17 +95,26 @@ pub(crate) fn api_error(address: &str, e: kube::Error) -> Error {
     let cause = Some(Cause::of(&e));
     match e {
         kube::Error::Api(status) => match status.code {
-            401 => Error::Unavailable {
-                address,
-                message: format!("the API server did not accept the credentials: {}", status.message),
-                cause,
-            },
-            403 => Error::Unavailable {
+            401 => Error::Denied {
                 address,
                 message: format!(
-                    "the API server refused: {} (grant the Role in lockward's Kubernetes guide, docs/stores/kubernetes.md)",
+                    "the API server did not accept the credentials (a wrong or expired token): {}",
                     status.message
                 ),
+                cause,
+            },
+            403 => Error::Denied {
+                address,
+                message: match refused_action(&status.message) {
+                    Some(action) => format!(
+                        "lockward's identity may not {action} (grant the Role in lockward's Kubernetes guide, docs/stores/kubernetes.md); the API server said: {}",
+                        status.message
+                    ),
+                    None => format!(
+                        "the API server refused: {} (grant the Role in lockward's Kubernetes guide, docs/stores/kubernetes.md)",
+                        status.message
+                    ),
+                },
                 cause,
             },
             429 | 500.. => Error::Unavailable {
@@ -129,6 +139,25 @@ pub(crate) fn api_error(address: &str, e: kube::Error) -> Error {
             cause,
         },
     }
+}
+
+/// What a 403 refused, as `update leases in namespace payments`, read from
+/// the API server's message (`… cannot update resource "leases" in API
+/// group "coordination.k8s.io" in the namespace "payments"`).
+fn refused_action(message: &str) -> Option<String> {
+    let after = &message[message.find("cannot ")? + "cannot ".len()..];
+    let (verb, rest) = after.split_once(' ')?;
+    let resource = quoted_after(rest, "resource ")?;
+    Some(match quoted_after(rest, "namespace ") {
+        Some(namespace) => format!("{verb} {resource} in namespace {namespace}"),
+        None => format!("{verb} {resource}"),
+    })
+}
+
+/// The quoted word that follows `label` in `text`.
+fn quoted_after<'a>(text: &'a str, label: &str) -> Option<&'a str> {
+    let rest = text[text.find(label)? + label.len()..].strip_prefix('"')?;
+    rest.split_once('"').map(|(word, _)| word)
 }
 
 /// The client configuration the URL names.
@@ -159,5 +188,22 @@ async fn load_config(url: &KubernetesUrl, address: &str) -> Result<Config> {
                 "no service account (not in a pod) and no kubeconfig ($KUBECONFIG, ~/.kube/config or ?kubeconfig=): {e}"
             ))
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refused_action;
+
+    #[test]
+    fn a_refusal_names_the_verb_the_resource_and_the_namespace() {
+        let said = r#"leases.coordination.k8s.io "lw-x" is forbidden: User "system:serviceaccount:payments:api" cannot update resource "leases" in API group "coordination.k8s.io" in the namespace "payments""#;
+        assert_eq!(
+            refused_action(said).as_deref(),
+            Some("update leases in namespace payments")
+        );
+        let cluster = r#"nodes is forbidden: User "nobody" cannot list resource "nodes" in API group "" at the cluster scope"#;
+        assert_eq!(refused_action(cluster).as_deref(), Some("list nodes"));
+        assert_eq!(refused_action("forbidden"), None);
     }
 }

@@ -99,7 +99,13 @@ impl LockBackend for KubernetesBackend {
     /// A watch on the one Lease (see `LeaseWatch`).
     async fn subscribe(&self, name: &Name) -> Result<Subscription> {
         let object = self.lease_name(name)?;
-        let watch = LeaseWatch::open(self.leases.clone(), object, self.address.clone()).await?;
+        let watch = LeaseWatch::open(
+            self.leases.clone(),
+            object,
+            self.observed.clone(),
+            self.address.clone(),
+        )
+        .await?;
         Ok(Subscription::pushed(watch))
     }
 

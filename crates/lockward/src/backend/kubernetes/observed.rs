@@ -1,7 +1,9 @@
 //! What this process saw of the Leases others hold, and since when: a
 //! holder counts as expired once its record stayed unchanged for its
 //! `leaseDurationSeconds` on this process's clock (never by comparing
-//! `renewTime`, which another host's clock wrote, with ours).
+//! `renewTime`, which another host's clock wrote, with ours). Reads and
+//! the waiters' watches both report what they see, so the clock of a
+//! holder that stopped renewing starts when its last renewal was seen.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -25,9 +27,20 @@ impl Observed {
     /// duration from the moment this process first saw the record as it is
     /// now.
     pub(super) fn time_left(&self, object: &str, record: &Record) -> Duration {
+        let seen = self.saw(object, record);
+        let duration = Duration::from_secs(record.duration.max(0) as u64);
+        (seen + duration).saturating_duration_since(Instant::now())
+    }
+
+    /// Notes that `object` shows `record` now, and returns when this
+    /// process first saw it so. A record seen before keeps its first
+    /// sighting; any change (a renewal writes a new `renewTime`) starts
+    /// the clock again. Seeing a record late only makes its expiry later,
+    /// so a watch that missed events while it was closed stays safe.
+    pub(super) fn saw(&self, object: &str, record: &Record) -> Instant {
         let now = Instant::now();
         let mut observed = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let seen = match observed.get(object) {
+        match observed.get(object) {
             Some(o) if o.record == *record => o.seen,
             _ => {
                 observed.insert(
@@ -39,9 +52,7 @@ impl Observed {
                 );
                 now
             }
-        };
-        let duration = Duration::from_secs(record.duration.max(0) as u64);
-        (seen + duration).saturating_duration_since(now)
+        }
     }
 
     /// Drops what was observed of `object` (taken or found free by us).

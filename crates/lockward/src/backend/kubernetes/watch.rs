@@ -1,8 +1,10 @@
 //! A waiter's watch on one Lease: an event that may have freed it (a
 //! release, a deletion, the end of the watch) wakes the waiter to re-check;
-//! one that shows a holder (taken, renewed) does not, since the waiter's
-//! re-check at the holder's expiry covers those.
+//! one that shows a holder (taken, renewed) does not wake it, but is noted
+//! as seen, so the waiter's re-check at the holder's expiry counts from
+//! the holder's last renewal rather than from its own last read.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -14,6 +16,7 @@ use kube::Api;
 
 use super::core::api_error;
 use super::lease_record::Record;
+use super::observed::Observed;
 use crate::backend::Wakeup;
 use crate::error::Result;
 
@@ -27,6 +30,8 @@ pub(super) struct LeaseWatch {
     leases: Api<Lease>,
     object: String,
     events: Option<Events>,
+    /// Where each holder's record is noted as seen.
+    observed: Arc<Observed>,
 }
 
 impl LeaseWatch {
@@ -34,7 +39,12 @@ impl LeaseWatch {
     /// change after this call is missed.
     ///
     /// Dropping the future cancels the request.
-    pub(super) async fn open(leases: Api<Lease>, object: String, address: String) -> Result<Self> {
+    pub(super) async fn open(
+        leases: Api<Lease>,
+        object: String,
+        observed: Arc<Observed>,
+        address: String,
+    ) -> Result<Self> {
         let events = start(&leases, &object)
             .await
             .map_err(|e| api_error(&address, e))?;
@@ -42,6 +52,7 @@ impl LeaseWatch {
             leases,
             object,
             events: Some(events),
+            observed,
         })
     }
 }
@@ -57,15 +68,20 @@ impl Wakeup for LeaseWatch {
     /// Resolves at the next event that shows the Lease without a holder
     /// (or gone), and when the watch ends (the server ends watches after a
     /// few seconds, or a restart cut it): the waiter re-checks, and the
-    /// next call opens it again. Skipping the events that show a holder
-    /// keeps a crowd of waiters from reading the Lease at every take and
-    /// renewal.
+    /// next call opens it again. An event that shows a holder only notes
+    /// its record as seen: a crowd of waiters reads the Lease at the
+    /// holder's expiry, not at every take and renewal.
     async fn changed(&mut self) {
         match &mut self.events {
             Some(events) => loop {
                 match events.next().await {
-                    Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease)))
-                        if !Record::of(lease.spec.as_ref()).is_free() => {}
+                    Some(Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease))) => {
+                        let record = Record::of(lease.spec.as_ref());
+                        if record.is_free() {
+                            return;
+                        }
+                        self.observed.saw(&self.object, &record);
+                    }
                     Some(Ok(_)) => return,
                     Some(Err(_)) | None => {
                         self.events = None;
