@@ -132,6 +132,8 @@ fn bench_on_every_store() {
             panic!("{store}: no failover: {failover}");
         });
         let resigned = failover["after_resign_ms"].as_f64().unwrap();
+        let kills = failover["kills_ms"].as_array().map(Vec::len);
+        assert_eq!(kills, Some(3), "{store}: three kills: {failover}");
         assert!(
             resigned < 1_000.0,
             "{store}: a resign hands over at once: {failover}"

@@ -114,10 +114,107 @@ fn doctor_names_the_verbs_an_identity_lacks() {
         .args(["--store", &url, "run", "x", "--", "true"])
         .output()
         .unwrap();
-    assert_eq!(run.status.code(), Some(69));
+    assert_eq!(run.status.code(), Some(77));
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("forbidden") && err.contains("nobody"), "{err}");
     assert!(!err.contains("token"), "{err}");
+}
+
+/// Waits until the API server's authorizer lets `user` do `verb` on
+/// `resource` (a new RoleBinding takes a moment to apply).
+fn wait_until_allowed(server: &KubeApiServer, user: &str, verb: &str, resource: &str) {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = server.kubectl(&["auth", "can-i", verb, resource, "--as", user]);
+        if String::from_utf8_lossy(&out.stdout).trim() == "yes" {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "{user} may still not {verb} {resource}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_missing_verb_or_a_rejected_token_fails_at_once_and_says_which() {
+    let _turn = one_at_a_time();
+    let server = KubeApiServer::start();
+    // The Leases exist, as they do once anyone has held the lock.
+    assert_eq!(run_once(&server.url(), "jobs").0, Some(0));
+    assert_eq!(run_once(&server.url(), "scheduler").0, Some(0));
+    // nobody may do everything with Leases but update them.
+    for args in [
+        &[
+            "create",
+            "role",
+            "no-update",
+            "--verb=get,list,watch,create",
+            "--resource=leases",
+        ][..],
+        &[
+            "create",
+            "rolebinding",
+            "no-update",
+            "--role=no-update",
+            "--user=nobody",
+        ][..],
+    ] {
+        let out = server.kubectl(args);
+        assert!(out.status.success(), "kubectl {args:?}: {out:?}");
+    }
+    wait_until_allowed(&server, "nobody", "watch", "leases");
+    let nobody = format!(
+        "k8s://default?kubeconfig={}",
+        server.nobody_kubeconfig().display()
+    );
+    let refused = |url: &str, args: &[&str]| {
+        let began = Instant::now();
+        let out = Command::new(lockward())
+            .args(["--store", url])
+            .args(args)
+            .output()
+            .unwrap();
+        let took = began.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(77), "{args:?}: {err}");
+        assert!(
+            took < Duration::from_secs(2),
+            "{args:?} took {took:?}: {err}"
+        );
+        err
+    };
+    for args in [
+        &["run", "jobs", "--", "true"][..],
+        &["elect", "scheduler", "--identity", "node-a", "--", "true"][..],
+    ] {
+        let err = refused(&nobody, args);
+        assert!(
+            err.contains("may not update leases in namespace default"),
+            "{args:?}: {err}"
+        );
+    }
+    // A token the API server does not know (expired, revoked).
+    let config = std::fs::read_to_string(server.nobody_kubeconfig()).unwrap();
+    let token = config
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .unwrap()
+        .to_string();
+    let stale = "expired-token-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("expired.kubeconfig");
+    std::fs::write(&path, config.replace(&token, stale)).unwrap();
+    let expired = format!("k8s://default?kubeconfig={}", path.display());
+    for args in [
+        &["run", "jobs", "--", "true"][..],
+        &["elect", "scheduler", "--identity", "node-a", "--", "true"][..],
+    ] {
+        let err = refused(&expired, args);
+        assert!(err.contains("credentials"), "{args:?}: {err}");
+        assert!(!err.contains(stale) && !err.contains(&token), "{err}");
+    }
 }
 
 /// A read–sleep–write of a counter file that loses updates unless runs
@@ -639,10 +736,10 @@ fn lockward_and_client_go_candidates_share_the_takeovers_after_kills() {
     }
     racers.push(Racer::lockward(&server, dir, "lw-1"));
     racers.push(Racer::lockward(&server, dir, "lw-2"));
-    let mut fresh = 3;
     let mut takeovers = Vec::new();
     let mut reigns: Vec<(String, u64, u64)> = Vec::new();
-    for _ in 0..ROUNDS {
+    // Fresh candidates are numbered from 3.
+    for fresh in 3..3 + ROUNDS {
         // The leader leads for a few renewals, with every waiter watching.
         std::thread::sleep(Duration::from_millis(1_500));
         let leading: Vec<usize> = (0..racers.len())
@@ -691,7 +788,6 @@ fn lockward_and_client_go_candidates_share_the_takeovers_after_kills() {
         } else {
             format!("go-{fresh}")
         };
-        fresh += 1;
         let joined = if leader.is_lockward() {
             Racer::lockward(&server, dir, &id)
         } else {

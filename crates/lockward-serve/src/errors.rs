@@ -90,6 +90,13 @@ mod tests {
         assert_eq!(rich.code, Code::Aborted as i32);
         let info = ErrorInfo::decode(rich.details[0].value.as_slice()).unwrap();
         assert_eq!(info.kind, "Busy");
+        let denied = status_of(&lockward::Error::Denied {
+            address: "k8s://payments".into(),
+            message: "lockward's identity may not update leases".into(),
+            cause: None,
+        });
+        assert_eq!(denied.code(), Code::PermissionDenied);
+        assert_eq!(denied.metadata().get(ERROR_KIND_KEY).unwrap(), "Denied");
         let bad = invalid("ttl: too long");
         assert_eq!(bad.code(), Code::InvalidArgument);
         assert_eq!(

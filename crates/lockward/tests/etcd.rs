@@ -260,7 +260,7 @@ async fn authentication_works_and_a_wrong_password_is_clear() {
         .await
         .unwrap_err();
     let shown = format!("{err} {err:?}");
-    assert!(matches!(err, Error::Unavailable { .. }), "{shown}");
+    assert!(matches!(err, Error::Denied { .. }), "{shown}");
     assert!(!shown.contains("wrong-secret"), "password leaked: {shown}");
     assert!(shown.contains("auth"), "{shown}");
     // Without credentials, the server refuses too.

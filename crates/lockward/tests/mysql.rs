@@ -37,6 +37,7 @@ async fn wrong_password_is_clear_and_not_printed() {
     .await
     .unwrap_err();
     let shown = format!("{err} {err:?}");
+    assert!(matches!(err, lockward::Error::Denied { .. }), "{shown}");
     assert!(shown.contains("authentication failed"), "{shown}");
     assert!(!shown.contains("wrong-pass"), "{shown}");
     // mariadb:// is the same store.

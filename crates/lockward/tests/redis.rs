@@ -106,7 +106,7 @@ async fn wrong_password_is_clear_and_not_printed() {
     let url = format!("redis://:wrong-secret@{}", server.addr());
     let err = Store::open(&url).await.unwrap_err();
     let shown = format!("{err} {err:?}");
-    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(matches!(err, Error::Denied { .. }), "{err:?}");
     assert!(shown.contains("authentication"), "{shown}");
     assert!(!shown.contains("wrong-secret"), "password leaked: {shown}");
     // And the right one works.
@@ -334,4 +334,33 @@ async fn prefixes_and_databases_are_separate_namespaces() {
     for g in [ga, gb, g3, tricky] {
         g.release().await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn a_user_whose_acl_lacks_what_lockward_needs_is_denied_at_once() {
+    let server = RedisServer::start();
+    let admin = redis::Client::open(format!("redis://{}", server.addr())).unwrap();
+    let mut admin = admin.get_multiplexed_async_connection().await.unwrap();
+    // May read and connect, but not run scripts or write.
+    redis::cmd("ACL")
+        .arg(&["SETUSER", "reader", "on", ">reader-secret", "~*"])
+        .arg(&["+@read", "+@connection"])
+        .query_async::<()>(&mut admin)
+        .await
+        .unwrap();
+    let url = format!("redis://reader:reader-secret@{}", server.addr());
+    let began = Instant::now();
+    let err = match Store::open(&url).await {
+        Err(e) => e,
+        Ok(store) => store.try_acquire("acl", &opts(1_000)).await.unwrap_err(),
+    };
+    assert!(matches!(err, Error::Denied { .. }), "{err:?}");
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
+    let shown = format!("{err} {err:?}");
+    assert!(shown.contains("ACL"), "{shown}");
+    assert!(!shown.contains("reader-secret"), "password leaked: {shown}");
 }

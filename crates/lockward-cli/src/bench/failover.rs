@@ -1,6 +1,7 @@
 //! Leader failover of `lockward elect`, measured with real processes: a
 //! leader and a waiting candidate; the time from the leader's end (kill -9,
-//! or SIGTERM, which makes it resign) to the candidate's command starting.
+//! three times in turn, or SIGTERM, which makes it resign) to the
+//! candidate's command starting.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -9,14 +10,21 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-/// Both failover times of one run.
-#[derive(Debug, Clone, Copy)]
+/// The failover times of one run.
+#[derive(Debug, Clone)]
 pub struct Failover {
-    /// The leader killed with SIGKILL: its lease has to run out.
+    /// The leader killed with SIGKILL, its lease left to run out: the
+    /// median of [`KILLS`] kills.
     pub after_kill: Duration,
+    /// Each kill's failover, in order.
+    pub kills: Vec<Duration>,
     /// The leader sent SIGTERM: its command stops and it resigns.
     pub after_resign: Duration,
 }
+
+/// How many leaders are killed in turn: a failover after a kill depends on
+/// when, in its renewal period, the leader died.
+pub const KILLS: usize = 3;
 
 /// One `lockward elect` process whose command records, in a file named
 /// after the candidate, the wall-clock moment it started.
@@ -138,16 +146,22 @@ pub async fn failover(
     settle: Duration,
 ) -> Result<Failover, String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot make a directory: {e}"))?;
-    let first = Candidate::start(url, name, "first", lease, dir.path()).await?;
-    first.led_at(settle).await?;
-    let second = Candidate::start(url, name, "second", lease, dir.path()).await?;
-    let killed = first.signal(libc::SIGKILL);
-    let after_kill = between(killed, second.led_at(settle).await?);
-    let third = Candidate::start(url, name, "third", lease, dir.path()).await?;
-    let resigned = second.signal(libc::SIGTERM);
-    let after_resign = between(resigned, third.led_at(settle).await?);
-    third.signal(libc::SIGTERM);
-    for mut c in [first, second, third] {
+    let mut leader = Candidate::start(url, name, "c0", lease, dir.path()).await?;
+    leader.led_at(settle).await?;
+    let mut ended = Vec::new();
+    let mut kills = Vec::new();
+    for round in 1..=KILLS {
+        let next = Candidate::start(url, name, &format!("c{round}"), lease, dir.path()).await?;
+        let killed = leader.signal(libc::SIGKILL);
+        kills.push(between(killed, next.led_at(settle).await?));
+        ended.push(std::mem::replace(&mut leader, next));
+    }
+    let last = Candidate::start(url, name, "last", lease, dir.path()).await?;
+    let resigned = leader.signal(libc::SIGTERM);
+    let after_resign = between(resigned, last.led_at(settle).await?);
+    last.signal(libc::SIGTERM);
+    ended.extend([leader, last]);
+    for mut c in ended {
         if tokio::time::timeout(Duration::from_secs(10), c.child.wait())
             .await
             .is_err()
@@ -155,8 +169,11 @@ pub async fn failover(
             let _ = c.child.kill().await;
         }
     }
+    let mut sorted = kills.clone();
+    sorted.sort_unstable();
     Ok(Failover {
-        after_kill,
+        after_kill: sorted[KILLS / 2],
+        kills,
         after_resign,
     })
 }

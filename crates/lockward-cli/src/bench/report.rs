@@ -73,6 +73,7 @@ pub fn json(r: &Results) -> Value {
         Ok(f) => json!({
             "lease_ms": ms(r.failover_lease),
             "after_kill_ms": ms(f.after_kill),
+            "kills_ms": f.kills.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
             "after_resign_ms": ms(f.after_resign),
         }),
         Err(e) => json!({ "error": e }),
@@ -264,9 +265,11 @@ pub fn table(r: &Results) -> String {
         Some(Ok(f)) => line(
             &mut out,
             format!(
-                "leader failover (lockward elect, lease {:?}): after kill -9 {:.0} ms, after resign {:.1} ms",
+                "leader failover (lockward elect, lease {:?}): after kill -9 {:.0} ms (median of {}: {}), after resign {:.1} ms",
                 r.failover_lease,
                 ms(f.after_kill),
+                f.kills.len(),
+                f.kills.iter().map(|d| format!("{:.0}", ms(*d))).collect::<Vec<_>>().join(", "),
                 ms(f.after_resign)
             ),
         ),

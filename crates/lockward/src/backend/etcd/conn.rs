@@ -168,18 +168,37 @@ pub(super) fn unreachable(e: &etcd_client::Error) -> bool {
 }
 
 pub(super) fn unavailable(address: &str, e: etcd_client::Error) -> Error {
+    let address = address.to_string();
+    let denied = |message: String, e: &etcd_client::Error| Error::Denied {
+        address: address.clone(),
+        message,
+        cause: Some(Cause::of(e)),
+    };
     let message = match &e {
         etcd_client::Error::GRpcStatus(s)
-            if s.code() == tonic::Code::InvalidArgument
-                && s.message().contains("authentication") =>
+            if (s.code() == tonic::Code::InvalidArgument
+                && s.message().contains("authentication"))
+                || s.code() == tonic::Code::Unauthenticated =>
         {
-            "authentication failed: check the user and password in the URL".to_string()
+            return denied(
+                "authentication failed: check the user and password in the URL".to_string(),
+                &e,
+            );
+        }
+        etcd_client::Error::GRpcStatus(s) if s.code() == tonic::Code::PermissionDenied => {
+            return denied(
+                format!(
+                    "the user's role does not allow what lockward needs (read and write of its keys, leases): {}",
+                    s.message()
+                ),
+                &e,
+            );
         }
         etcd_client::Error::GRpcStatus(s) => format!("{}: {}", s.code(), s.message()),
         other => other.to_string(),
     };
     Error::Unavailable {
-        address: address.to_string(),
+        address,
         message,
         cause: Some(Cause::of(&e)),
     }

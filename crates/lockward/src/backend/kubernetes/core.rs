@@ -98,7 +98,7 @@ pub(crate) fn api_error(address: &str, e: kube::Error) -> Error {
             401 => Error::Denied {
                 address,
                 message: format!(
-                    "the API server did not accept the credentials (a wrong or expired token): {}",
+                    "the API server did not accept lockward's credentials (wrong, expired or revoked): {}",
                     status.message
                 ),
                 cause,

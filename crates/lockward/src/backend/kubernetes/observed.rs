@@ -63,3 +63,32 @@ impl Observed {
             .remove(object);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::lease_record::{renewed, taken, Record};
+    use super::Observed;
+
+    #[test]
+    fn a_record_keeps_its_first_sighting_and_a_renewal_starts_the_clock_again() {
+        let observed = Observed::default();
+        let spec = taken(None, "other", Duration::from_secs(4));
+        let first = Record::of(Some(&spec));
+        let seen = observed.saw("lease", &first);
+        std::thread::sleep(Duration::from_millis(20));
+        // Seen again (a read, or the watch): still timed from the first sighting.
+        assert_eq!(observed.saw("lease", &first), seen);
+        let left = observed.time_left("lease", &first);
+        assert!(left <= Duration::from_millis(3_980), "{left:?}");
+        // A renewal is a new record: its clock starts when it is seen.
+        std::thread::sleep(Duration::from_millis(2));
+        let again = Record::of(Some(&renewed(&spec, Duration::from_secs(4))));
+        assert_ne!(again, first);
+        assert!(observed.saw("lease", &again) > seen);
+        assert!(observed.time_left("lease", &again) > left);
+        observed.forget("lease");
+        assert!(observed.saw("lease", &again) > seen);
+    }
+}

@@ -86,9 +86,20 @@ fn ssl_opts(url: &MysqlUrl) -> Result<Option<mysql_async::SslOpts>> {
 
 /// lockward's error for a driver error. The driver never prints passwords.
 pub fn my_error(address: &str, e: &mysql_async::Error) -> Error {
+    let denied = |message: String| Error::Denied {
+        address: address.to_string(),
+        message,
+        cause: Some(Cause::of(e)),
+    };
     let message = match e {
         mysql_async::Error::Server(s) if s.code == 1045 => {
-            "authentication failed: check the user and password in the URL".to_string()
+            return denied(
+                "authentication failed: check the user and password in the URL".to_string(),
+            )
+        }
+        // No access to the database, or a statement the user may not run.
+        mysql_async::Error::Server(s) if s.code == 1044 || s.code == 1142 => {
+            return denied(format!("{} ({}): {}", s.code, s.state, s.message))
         }
         mysql_async::Error::Server(s) => format!("{} ({}): {}", s.code, s.state, s.message),
         other => other.to_string(),

@@ -34,9 +34,20 @@ pub fn config(url: &PostgresUrl) -> Config {
 
 /// lockward's error for a driver error. The driver never prints passwords.
 pub fn pg_error(address: &str, e: &tokio_postgres::Error) -> Error {
+    let denied = |message: String| Error::Denied {
+        address: address.to_string(),
+        message,
+        cause: Some(Cause::of(e)),
+    };
     let message = match e.as_db_error() {
         Some(db) if db.code().code() == "28P01" || db.code().code() == "28000" => {
-            "authentication failed: check the user and password in the URL".to_string()
+            return denied(
+                "authentication failed: check the user and password in the URL".to_string(),
+            )
+        }
+        // insufficient_privilege: a grant is missing.
+        Some(db) if db.code().code() == "42501" => {
+            return denied(format!("{}: {}", db.code().code(), db.message()))
         }
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
         None => match std::error::Error::source(e) {

@@ -8,16 +8,23 @@ use crate::error::{Cause, Error};
 /// A redis-rs error as lockward's (for the other Redis-based backends too). Its text never holds the password: the
 /// address is lockward's redacted one, and redis-rs does not echo AUTH.
 pub(crate) fn redis_error(address: &str, e: redis::RedisError) -> Error {
-    let message = match e.kind() {
-        redis::ErrorKind::AuthenticationFailed => {
-            "authentication failed: check the user and password in the URL".to_string()
-        }
-        _ => e.to_string(),
-    };
-    Error::Unavailable {
-        address: address.to_string(),
-        message,
-        cause: Some(Cause::of(&e)),
+    let address = address.to_string();
+    match e.kind() {
+        redis::ErrorKind::AuthenticationFailed => Error::Denied {
+            address,
+            message: "authentication failed: check the user and password in the URL".to_string(),
+            cause: Some(Cause::of(&e)),
+        },
+        redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm) => Error::Denied {
+            address,
+            message: format!("the user's ACL does not allow what lockward needs: {e}"),
+            cause: Some(Cause::of(&e)),
+        },
+        _ => Error::Unavailable {
+            address,
+            message: e.to_string(),
+            cause: Some(Cause::of(&e)),
+        },
     }
 }
 

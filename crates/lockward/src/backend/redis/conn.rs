@@ -316,18 +316,20 @@ impl ScanRoute for ClusterConnection {
 /// lockward's error for a failed connection attempt.
 pub fn connect_error(address: &str, e: redis::RedisError) -> Error {
     let text = e.to_string();
-    let message = if e.kind() == redis::ErrorKind::AuthenticationFailed
+    if e.kind() == redis::ErrorKind::AuthenticationFailed
         || text.contains("WRONGPASS")
         || text.contains("NOAUTH")
         || text.contains("invalid password")
     {
-        "authentication failed: check the user and password in the URL".to_string()
-    } else {
-        format!("cannot connect (is redis-server running there?): {text}")
-    };
+        return Error::Denied {
+            address: address.to_string(),
+            message: "authentication failed: check the user and password in the URL".to_string(),
+            cause: Some(Cause::of(&e)),
+        };
+    }
     Error::Unavailable {
         address: address.to_string(),
-        message,
+        message: format!("cannot connect (is redis-server running there?): {text}"),
         cause: Some(Cause::of(&e)),
     }
 }

@@ -142,17 +142,19 @@ async fn open(url: &ZookeeperUrl, address: &str, epoch: &Arc<AtomicU64>) -> Resu
 
 /// A ZooKeeper error as lockward's, naming the store.
 pub fn unavailable(address: &str, e: &zookeeper_client::Error) -> Error {
-    let message = match e {
-        zookeeper_client::Error::AuthFailed | zookeeper_client::Error::NoAuth => {
-            "authentication failed or not authorized: check the user and password in the URL"
-                .to_string()
-        }
-        other => other.to_string(),
-    };
-    Error::Unavailable {
-        address: address.to_string(),
-        message,
-        cause: Some(Cause::of(e)),
+    match e {
+        zookeeper_client::Error::AuthFailed | zookeeper_client::Error::NoAuth => Error::Denied {
+            address: address.to_string(),
+            message:
+                "authentication failed or not authorized: check the user and password in the URL"
+                    .to_string(),
+            cause: Some(Cause::of(e)),
+        },
+        other => Error::Unavailable {
+            address: address.to_string(),
+            message: other.to_string(),
+            cause: Some(Cause::of(e)),
+        },
     }
 }
 
