@@ -9,6 +9,9 @@ mod demo;
 mod doctor;
 mod elect;
 mod exit;
+#[cfg(feature = "postgres")]
+mod fence;
+mod fence_db;
 mod holder;
 mod lease;
 mod log;
@@ -84,6 +87,11 @@ enum Command {
     /// gRPC API (lockward.v1; see docs/serve.md).
     #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
+    /// Guard database tables so the database itself refuses writes from
+    /// a holder that lost its lock (see docs/fence-db.md).
+    #[cfg(feature = "postgres")]
+    #[command(after_help = exit::TABLE)]
+    Fence(fence::FenceArgs),
 }
 
 fn main() -> ExitCode {
@@ -159,6 +167,11 @@ async fn dispatch(cli: Cli) -> u8 {
     if let Command::Doctor(args) = cli.command {
         return doctor::doctor(&url, args).await;
     }
+    // Guarding tables needs their database, not the store.
+    #[cfg(feature = "postgres")]
+    if let Command::Fence(args) = cli.command {
+        return fence::fence(args).await;
+    }
     let store = match Store::open(&url).await {
         Ok(store) => store,
         Err(e) => {
@@ -183,5 +196,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Doctor(_) | Command::Keeper(_) | Command::Warden(_) => {
             unreachable!("handled before the store is opened")
         }
+        #[cfg(feature = "postgres")]
+        Command::Fence(_) => unreachable!("handled before the store is opened"),
     }
 }

@@ -26,6 +26,13 @@ pub struct RunArgs {
     pub shared: bool,
     #[command(flatten)]
     pub lease: LeaseArgs,
+    /// Claim each lock's fence in this PostgreSQL database (whose tables
+    /// `lockward fence install` guards) before CMD starts, and pass it to
+    /// CMD in PGOPTIONS, so the database refuses CMD's writes once another
+    /// holder has claimed a newer fence. A claim that fails or waits past
+    /// TTL/3 means CMD never starts.
+    #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
+    pub fence_db: Option<String>,
     /// The command and its arguments, after `--`; run directly, not by a shell.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -70,7 +77,22 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
             return exit::for_error(&e);
         }
     }
-    let owned = lock_env(&all, &args.names, store);
+    let mut owned = lock_env(&all, &args.names, store);
+    if let Some(db) = &args.fence_db {
+        let fences: Vec<(&str, u64)> = args
+            .names
+            .iter()
+            .map(|name| (name.as_str(), all.fence(name).unwrap_or_default()))
+            .collect();
+        let within = opts.get_ttl() / 3;
+        match crate::fence_db::claim(db, &fences, within).await {
+            Ok(env) => owned.extend(env),
+            Err(status) => {
+                let _ = all.release().await;
+                return status;
+            }
+        }
+    }
     let env: Vec<(&str, String)> = owned.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let held = all.lost_signal();
     let what = args.names.join(", ");

@@ -159,8 +159,7 @@ impl Keeper {
         }
         loop {
             if let Some(end) = self.lines.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.lines.drain(..=end).collect();
-                let line = String::from_utf8_lossy(&line);
+                let line = String::from_utf8_lossy(&self.lines[..=end]).into_owned();
                 let words: Vec<&str> = line.split_whitespace().collect();
                 let report = match words.as_slice() {
                     ["exited", code, stopped] => Report::Exited {
@@ -170,10 +169,18 @@ impl Keeper {
                     ["failed", code] => {
                         Report::Failed(code.parse().unwrap_or(crate::exit::SOFTWARE))
                     }
-                    _ => continue,
+                    _ => {
+                        self.lines.drain(..=end);
+                        continue;
+                    }
                 };
+                // The line stays until the keeper is reaped: a call dropped
+                // meanwhile (the lock lost at that moment) must not take
+                // the report with it, or the next call would find only the
+                // pipe's end and take the keeper for dead.
                 let _ = self.process.wait().await;
                 self.finish().await;
+                self.lines.drain(..=end);
                 return report;
             }
             let mut buf = [0u8; 256];

@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls};
 
-use super::{Fenced, FencedResource};
 use crate::error::{Error, Result};
+use crate::fence::{Fenced, FencedResource};
 
 /// A table `(key text PRIMARY KEY, value bytea, fence bigint)`, created if
 /// missing.

@@ -1,0 +1,224 @@
+//! `lockward fence` and `lockward run --fence-db` against a real
+//! PostgreSQL: the paused holder end to end, where the database itself
+//! refuses the late write of a command that lockward could not stop; a
+//! claim that fails keeps the command from starting; install, status and
+//! uninstall from the command line.
+#![cfg(feature = "postgres")]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{lockward, wait_for_file};
+use lockward_testkit::PostgresServer;
+
+/// `lockward fence ACTION --db URL ARGS…`.
+fn fence(db: &str, action: &str, args: &[&str]) -> std::process::Output {
+    Command::new(lockward())
+        .args(["fence", action, "--db", db])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn guarded_stock(server: &PostgresServer) {
+    server.psql("CREATE TABLE stock (sku text PRIMARY KEY, fence bigint)");
+    let out = fence(&server.url(), "install", &["stock", "--lock", "migrate"]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// Every process below `pid`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The parent is the second field after the command's parentheses.
+        let after = &stat[stat.rfind(')').unwrap_or(0) + 1..];
+        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            parents.push((child, parent));
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let of = found[i];
+        found.extend(parents.iter().filter(|(_, p)| *p == of).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+fn signal(pids: &[u32], signal: libc::c_int) {
+    for pid in pids {
+        unsafe { libc::kill(*pid as i32, signal) };
+    }
+}
+
+#[test]
+fn the_database_refuses_the_late_write_of_a_paused_holder() {
+    let server = PostgresServer::start();
+    guarded_stock(&server);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite://{}", d.join("locks.db").display());
+    let db = server.url();
+    // A writes, then waits for `go`, then writes again: a job that wakes
+    // from a long pause and carries on.
+    let script = r#"
+        echo $$ > "$1/command"
+        psql "$2" -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO stock VALUES ('a-first', $LOCKWARD_FENCE)"
+        echo "$LOCKWARD_FENCE" > "$1/a-fence"
+        while [ ! -e "$1/go" ]; do sleep 0.02; done
+        psql "$2" -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO stock VALUES ('a-late', $LOCKWARD_FENCE)" 2> "$1/late.err"
+        echo $? > "$1/late.code"
+        while :; do sleep 0.05; done
+    "#;
+    let a = Command::new(lockward())
+        .args(["--store", &store, "run", "migrate", "--ttl", "2s"])
+        .args(["--fence-db", &db, "--"])
+        .args(["sh", "-c", script, "sh"])
+        .arg(d)
+        .arg(&db)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let a_fence: u64 = wait_for_file(&d.join("a-fence"), Duration::from_secs(20))
+        .parse()
+        .unwrap();
+    let command: u32 = wait_for_file(&d.join("command"), Duration::from_secs(1))
+        .parse()
+        .unwrap();
+    // A freezes whole: lockward, whatever it runs beside the command, and
+    // the command.
+    let mut frozen = vec![a.id()];
+    frozen.extend(descendants(a.id()));
+    signal(&frozen, libc::SIGSTOP);
+    // B takes the lock once A's lease runs out, claims and writes.
+    let b = Command::new(lockward())
+        .args(["--store", &store, "run", "migrate", "--ttl", "5s", "--wait", "20s"])
+        .args(["--fence-db", &db, "--"])
+        .args(["sh", "-c"])
+        .arg(r#"psql "$1" -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO stock VALUES ('b', $LOCKWARD_FENCE)""#)
+        .args(["sh", &db])
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "{b:?}");
+    let b_fence: i64 = server
+        .psql("SELECT fence FROM stock WHERE sku = 'b'")
+        .parse()
+        .unwrap();
+    assert!(b_fence as u64 > a_fence, "{b_fence} <= {a_fence}");
+    // Only A's command wakes: lockward stays frozen, so nothing of
+    // lockward's can stop it first. Its write is refused by the database.
+    std::fs::write(d.join("go"), "").unwrap();
+    let mut command_tree = vec![command];
+    command_tree.extend(descendants(command));
+    signal(&command_tree, libc::SIGCONT);
+    let code = wait_for_file(&d.join("late.code"), Duration::from_secs(20));
+    assert_ne!(code, "0", "the late write went in");
+    let said = std::fs::read_to_string(d.join("late.err")).unwrap();
+    assert!(
+        said.contains(&format!(
+            "stale fence {a_fence} for lock migrate: fence {b_fence}"
+        )),
+        "{said}"
+    );
+    assert_eq!(
+        server.psql("SELECT string_agg(sku, ',' ORDER BY sku) FROM stock"),
+        "a-first,b"
+    );
+    // lockward A wakes, finds its lock lost, stops its command: 76.
+    signal(&frozen, libc::SIGCONT);
+    let out = a.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_claim_that_fails_keeps_the_command_from_starting() {
+    let server = PostgresServer::start();
+    guarded_stock(&server);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite://{}", d.join("locks.db").display());
+    // The stored fence is beyond anything this store hands out (as after
+    // moving the lock from a store with larger fences).
+    let out = fence(&server.url(), "reset", &["migrate", "--to", "1000000"]);
+    assert_eq!(out.status.code(), Some(64), "reset needs --yes: {out:?}");
+    let out = fence(
+        &server.url(),
+        "reset",
+        &["migrate", "--to", "1000000", "--yes"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let run = |db: &str| {
+        Command::new(lockward())
+            .args(["--store", &store, "run", "migrate", "--fence-db", db, "--"])
+            .args(["touch"])
+            .arg(d.join("ran"))
+            .output()
+            .unwrap()
+    };
+    let stale = run(&server.url());
+    assert_eq!(stale.status.code(), Some(76), "{stale:?}");
+    assert!(
+        String::from_utf8_lossy(&stale.stderr).contains("before the command started"),
+        "{stale:?}"
+    );
+    assert!(!d.join("ran").exists());
+    // An unreachable database: 69, and the command does not start either.
+    let port = lockward_testkit::free_port();
+    let down = run(&format!("postgres://postgres:x@127.0.0.1:{port}/postgres"));
+    assert_eq!(down.status.code(), Some(69), "{down:?}");
+    assert!(!d.join("ran").exists());
+    // The lock was released each time.
+    let out = fence(&server.url(), "reset", &["migrate", "--to", "1", "--yes"]);
+    assert!(out.status.success());
+    assert!(run(&server.url()).status.success());
+    assert!(d.join("ran").exists());
+}
+
+#[test]
+fn install_status_and_uninstall_from_the_command_line() {
+    let server = PostgresServer::start();
+    guarded_stock(&server);
+    let db = server.url();
+    let again = fence(&db, "install", &["stock", "--lock", "migrate"]);
+    assert!(again.status.success(), "{again:?}");
+    let claimed = fence(&db, "claim", &["migrate", "7"]);
+    assert!(claimed.status.success(), "{claimed:?}");
+    let status = fence(&db, "status", &["--json"]);
+    assert!(status.status.success(), "{status:?}");
+    let shown: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(shown["tables"].as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(shown["tables"][0]["table"], "stock");
+    assert_eq!(shown["tables"][0]["lock"], "migrate");
+    assert_eq!(shown["tables"][0]["enabled"], true);
+    assert_eq!(shown["fences"][0]["fence"], 7);
+    // A disabled trigger is shown as such.
+    server.psql("ALTER TABLE stock DISABLE TRIGGER lockward_fence");
+    let text = fence(&db, "status", &[]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("TRIGGER DISABLED"),
+        "{text:?}"
+    );
+    let stale = fence(&db, "claim", &["migrate", "6"]);
+    assert_eq!(stale.status.code(), Some(76), "{stale:?}");
+    let out = fence(&db, "uninstall", &["stock", "--purge"]);
+    assert!(out.status.success(), "{out:?}");
+    let status = fence(&db, "status", &["--json"]);
+    let shown: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(shown["tables"].as_array().map(Vec::len), Some(0), "{shown}");
+    assert_eq!(shown["fences"].as_array().map(Vec::len), Some(0), "{shown}");
+}

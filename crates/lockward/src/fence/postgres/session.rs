@@ -1,0 +1,55 @@
+//! How a session tells the guard which fence it writes with: the settings
+//! `lockward.lock` and `lockward.fence` (one lock), or `lockward.fences`
+//! (`a=5,b=7`, several), as startup options or per transaction.
+
+/// The `lockward.fences` value for `fences`: `name=fence` pairs joined by
+/// commas, with `%`, `,` and `=` in a name written `%25`, `%2C`, `%3D`.
+fn fences_value(fences: &[(&str, u64)]) -> String {
+    fences
+        .iter()
+        .map(|(name, fence)| {
+            let name = name
+                .replace('%', "%25")
+                .replace(',', "%2C")
+                .replace('=', "%3D");
+            format!("{name}={fence}")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The startup options (for `PGOPTIONS`, or `options=` in a connection
+/// string) that make every transaction of a session write with `fences`,
+/// escaped as libpq reads them (a backslash before a space or backslash).
+///
+/// ```
+/// use lockward::fence::postgres::session_options;
+/// assert_eq!(session_options(&[("migrate", 42)]), "-c lockward.fences=migrate=42");
+/// assert_eq!(
+///     session_options(&[("daily report", 7), ("a,b", 9)]),
+///     r"-c lockward.fences=daily\ report=7,a%2Cb=9"
+/// );
+/// ```
+pub fn session_options(fences: &[(&str, u64)]) -> String {
+    let value = fences_value(fences)
+        .replace('\\', "\\\\")
+        .replace(' ', "\\ ");
+    format!("-c lockward.fences={value}")
+}
+
+/// The statement, and its one parameter, that makes the rest of the
+/// current transaction write with `fences`: for a pooled connection, whose
+/// startup options a pooler drops. Run it first in each transaction.
+///
+/// ```
+/// use lockward::fence::postgres::set_fences_statement;
+/// let (sql, value) = set_fences_statement(&[("migrate", 42)]);
+/// assert_eq!(sql, "SELECT set_config('lockward.fences', $1, true)");
+/// assert_eq!(value, "migrate=42");
+/// ```
+pub fn set_fences_statement(fences: &[(&str, u64)]) -> (&'static str, String) {
+    (
+        "SELECT set_config('lockward.fences', $1, true)",
+        fences_value(fences),
+    )
+}
