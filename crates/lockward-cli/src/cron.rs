@@ -34,6 +34,11 @@ pub struct CronArgs {
     /// `replace` stops the running one, then runs the new one.
     #[arg(long, default_value = "forbid", value_parser = parse_overlap)]
     pub overlap: Overlap,
+    /// Claim the fence in this PostgreSQL database (tables guarded with
+    /// `lockward fence install`) before CMD starts, and pass it to CMD in
+    /// PGOPTIONS (see `run --fence-db`).
+    #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
+    pub fence_db: Option<String>,
     /// The command and its arguments, after `--`; `LOCKWARD_FIRE_TIME` holds the fire time.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -84,6 +89,12 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         eprintln!("lockward: cannot install signal handlers");
         return exit::SOFTWARE;
     };
+    // Runs that overlap would each claim a newer fence and refuse the
+    // writes of the one still running.
+    if args.fence_db.is_some() && args.overlap == Overlap::Allow {
+        eprintln!("lockward: --fence-db needs one run at a time: use --overlap forbid or replace");
+        return exit::USAGE;
+    }
     let options = CronOptions {
         lock_at_least_for: args.lock_at_least,
         lock_at_most_for: args.lock_at_most,
@@ -152,11 +163,25 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
                 continue;
             }
         };
-        let env = vec![
+        let mut env = vec![
             ("LOCKWARD_NAME", args.name.clone()),
             ("LOCKWARD_FIRE_TIME", fire.to_rfc3339()),
             ("LOCKWARD_FENCE", claim.fence().to_string()),
         ];
+        if let Some(db) = &args.fence_db {
+            let fences = [(args.name.as_str(), claim.fence())];
+            match crate::fence_db::claim(db, &fences, ttl / 3).await {
+                Ok(fenced) => env.extend(fenced),
+                // This fire time does not run; the next ones try again.
+                Err(status) => {
+                    let why = format!("its fence could not be claimed (lockward status {status})");
+                    if let Err(e) = claim.finish(Outcome::Failed(why)).await {
+                        eprintln!("lockward: recording fire time {fire}: {e}");
+                    }
+                    continue;
+                }
+            }
+        }
         let held = claim.lost_signal();
         let replaced = async {
             claim.replaced().await;

@@ -31,6 +31,11 @@ pub struct ElectArgs {
     /// lease].
     #[arg(long, value_parser = parse_duration)]
     pub retry: Option<Duration>,
+    /// Claim the fence in this PostgreSQL database (tables guarded with
+    /// `lockward fence install`) before CMD starts, and pass it to CMD in
+    /// PGOPTIONS (see `run --fence-db`).
+    #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
+    pub fence_db: Option<String>,
     /// The command and its arguments, after `--`; `LOCKWARD_EPOCH` holds the epoch.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -89,12 +94,22 @@ pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
             "lockward: {identity} elected leader of {} (epoch {epoch})",
             args.name
         );
-        let env = vec![
+        let mut env = vec![
             ("LOCKWARD_NAME", args.name.clone()),
             ("LOCKWARD_EPOCH", epoch.to_string()),
             ("LOCKWARD_FENCE", epoch.to_string()),
             ("LOCKWARD_IDENTITY", identity.clone()),
         ];
+        if let Some(db) = &args.fence_db {
+            let fences = [(args.name.as_str(), epoch)];
+            match crate::fence_db::claim(db, &fences, config.lease_duration / 3).await {
+                Ok(fenced) => env.extend(fenced),
+                Err(status) => {
+                    let _ = leadership.resign().await;
+                    return status;
+                }
+            }
+        }
         let ended = run_under(leadership.guard(), &args.command, &env, grace).await;
         let _ = leadership.resign().await;
         match ended {

@@ -13,7 +13,7 @@ pub async fn claim(
     url: &str,
     fences: &[(&str, u64)],
     within: Duration,
-) -> Result<Vec<(String, String)>, u8> {
+) -> Result<Vec<(&'static str, String)>, u8> {
     #[cfg(feature = "postgres")]
     {
         use lockward::fence::postgres::{session_options, FenceDb};
@@ -30,8 +30,8 @@ pub async fn claim(
             _ => options.clone(),
         };
         Ok(vec![
-            ("PGOPTIONS".to_string(), pgoptions),
-            ("LOCKWARD_FENCE_DB_OPTIONS".to_string(), options),
+            ("PGOPTIONS", pgoptions),
+            ("LOCKWARD_FENCE_DB_OPTIONS", options),
         ])
     }
     #[cfg(not(feature = "postgres"))]

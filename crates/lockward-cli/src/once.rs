@@ -34,6 +34,11 @@ pub struct OnceArgs {
     #[command(flatten)]
     pub lease: LeaseArgs,
     /// The command and its arguments, after `--`.
+    /// Claim the fence in this PostgreSQL database (tables guarded with
+    /// `lockward fence install`) before CMD starts, and pass it to CMD in
+    /// PGOPTIONS (see `run --fence-db`).
+    #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
+    pub fence_db: Option<String>,
     #[arg(last = true, value_name = "CMD", required_unless_present = "status")]
     pub command: Vec<String>,
 }
@@ -58,6 +63,7 @@ pub async fn once(store: &Store, args: OnceArgs) -> u8 {
         Err(status) => return status,
     };
     let waiting = !args.lease.no_wait;
+    let ttl = opts.get_ttl();
     let begun = keys(store)
         .lock_options(opts)
         .waiting(waiting)
@@ -82,11 +88,21 @@ pub async fn once(store: &Store, args: OnceArgs) -> u8 {
         }
     };
     let fence = claim.guard().fence();
-    let env = vec![
+    let mut env = vec![
         ("LOCKWARD_NAME", args.key.clone()),
         ("LOCKWARD_FENCE", fence.to_string()),
         ("LOCKWARD_STORE", store.address()),
     ];
+    if let Some(db) = &args.fence_db {
+        let fences = [(args.key.as_str(), fence)];
+        match crate::fence_db::claim(db, &fences, ttl / 3).await {
+            Ok(fenced) => env.extend(fenced),
+            Err(status) => {
+                let _ = claim.abandon().await;
+                return status;
+            }
+        }
+    }
     match run_under(claim.guard(), &args.command, &env, grace).await {
         Ended::Exited(0) => {
             let record = format!(

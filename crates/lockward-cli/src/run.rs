@@ -86,7 +86,7 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
             .collect();
         let within = opts.get_ttl() / 3;
         match crate::fence_db::claim(db, &fences, within).await {
-            Ok(env) => owned.extend(env),
+            Ok(env) => owned.extend(env.into_iter().map(|(k, v)| (k.to_string(), v))),
             Err(status) => {
                 let _ = all.release().await;
                 return status;

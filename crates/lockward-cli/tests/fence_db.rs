@@ -222,3 +222,70 @@ fn install_status_and_uninstall_from_the_command_line() {
     assert_eq!(shown["tables"].as_array().map(Vec::len), Some(0), "{shown}");
     assert_eq!(shown["fences"].as_array().map(Vec::len), Some(0), "{shown}");
 }
+
+#[test]
+fn the_bench_measures_the_guard_beside_a_plain_table() {
+    let server = PostgresServer::start();
+    let out = fence(
+        &server.url(),
+        "bench",
+        &["--rows", "2000", "--duration", "200ms", "--json"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let figures: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for field in [
+        "insert_plain_ms",
+        "insert_guarded_ms",
+        "updates_per_s_plain",
+        "updates_per_s_guarded",
+        "round_trip_us",
+        "claim_us",
+    ] {
+        assert!(
+            figures[field].as_f64().is_some_and(|v| v > 0.0),
+            "{field}: {figures}"
+        );
+    }
+    // Its tables are gone again.
+    assert_eq!(
+        server.psql("SELECT count(*) FROM pg_class WHERE relname LIKE 'lockward_bench%'"),
+        "0"
+    );
+}
+
+#[test]
+fn once_and_elect_claim_their_fence_and_pass_it_on() {
+    let server = PostgresServer::start();
+    guarded_stock(&server);
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let db = server.url();
+    let write = |sku: &str| {
+        format!(
+            r#"psql "$1" -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO stock VALUES ('{sku}', $LOCKWARD_FENCE)""#
+        )
+    };
+    for (command, sku) in [
+        (vec!["once", "migrate"], "by-once"),
+        (vec!["elect", "migrate", "--identity", "node-a"], "by-elect"),
+    ] {
+        let out = Command::new(lockward())
+            .args(["--store", &store])
+            .args(&command)
+            .args(["--fence-db", &db, "--", "sh", "-c", &write(sku), "sh", &db])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{command:?}: {out:?}");
+    }
+    assert_eq!(
+        server.psql("SELECT string_agg(sku, ',' ORDER BY sku) FROM stock"),
+        "by-elect,by-once"
+    );
+    // One run at a time, or a newer run would refuse an older one's writes.
+    let overlapping = Command::new(lockward())
+        .args(["--store", &store, "cron", "migrate", "* * * * *"])
+        .args(["--overlap", "allow", "--fence-db", &db, "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(overlapping.status.code(), Some(64), "{overlapping:?}");
+}

@@ -8,6 +8,8 @@ use lockward::fence::postgres::{FenceDb, Unfenced};
 
 use crate::exit;
 
+mod bench;
+
 /// Guard tables so PostgreSQL refuses writes from a holder that lost its lock.
 #[derive(clap::Args)]
 pub struct FenceArgs {
@@ -81,6 +83,22 @@ enum Action {
         #[arg(long, default_value = "10s", value_parser = crate::lease::parse_duration)]
         within: Duration,
     },
+    /// Measure what the guard costs: a bulk INSERT and a one-row UPDATE
+    /// loop on a guarded table beside a plain one, and a claim, beside a
+    /// round trip (makes and drops its own tables).
+    Bench {
+        #[command(flatten)]
+        db: Db,
+        /// Rows of the bulk INSERT.
+        #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u32).range(1..=100_000_000))]
+        rows: u32,
+        /// How long each UPDATE round runs.
+        #[arg(long, default_value = "2s", value_parser = crate::lease::parse_duration)]
+        duration: Duration,
+        /// Print JSON for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Set lock NAME's stored fence, also downwards: a repair (e.g. after
     /// the lock moved to a store whose fences are smaller).
     Reset {
@@ -109,6 +127,7 @@ pub async fn fence(args: FenceArgs) -> u8 {
     | Action::Uninstall { db, .. }
     | Action::Status { db, .. }
     | Action::Claim { db, .. }
+    | Action::Bench { db, .. }
     | Action::Reset { db, .. }) = &args.action;
     let mut guard = match FenceDb::connect(&db.db).await {
         Ok(guard) => guard,
@@ -152,6 +171,12 @@ pub async fn fence(args: FenceArgs) -> u8 {
             Err(e) => failed(&e),
         },
         Action::Status { json, .. } => status(&guard, json).await,
+        Action::Bench {
+            db,
+            rows,
+            duration,
+            json,
+        } => bench::bench(&mut guard, &db.db, rows, duration, json).await,
         Action::Claim {
             name,
             fence,
