@@ -14,6 +14,11 @@ pub struct DoctorArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+    /// Also check a PostgreSQL database whose tables `lockward fence
+    /// install` guards: the guard on each table and partition, who may
+    /// claim, and settings that let writes go around it.
+    #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
+    pub fence_db: Option<String>,
 }
 
 /// Prints the findings; exit status 0 when none is an error, 69 when the
@@ -28,6 +33,9 @@ pub async fn doctor(url: &str, args: DoctorArgs) -> u8 {
         }
     };
     let mut findings = diagnose(&parsed).await;
+    if let Some(db) = &args.fence_db {
+        findings.extend(fence_db_findings(db).await);
+    }
     // The cgroup probe starts, ends and waits for a process: off the runtime.
     findings.extend(
         tokio::task::spawn_blocking(command_tree_findings)
@@ -130,4 +138,30 @@ fn command_tree_findings() -> Vec<Finding> {
         ),
     });
     out
+}
+
+/// The findings on the guarded database `url`.
+async fn fence_db_findings(url: &str) -> Vec<Finding> {
+    #[cfg(feature = "postgres")]
+    {
+        match lockward::fence::postgres::FenceDb::connect(url).await {
+            Ok(db) => db.diagnose().await,
+            Err(e) => vec![Finding {
+                level: Level::Error,
+                check: "fence db: reachable".into(),
+                detail: e.to_string(),
+                advice: String::new(),
+            }],
+        }
+    }
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = url;
+        vec![Finding {
+            level: Level::Error,
+            check: "fence db".into(),
+            detail: "this build of lockward lacks its `postgres` feature".into(),
+            advice: String::new(),
+        }]
+    }
 }

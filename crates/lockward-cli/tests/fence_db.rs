@@ -289,3 +289,67 @@ fn once_and_elect_claim_their_fence_and_pass_it_on() {
         .unwrap();
     assert_eq!(overlapping.status.code(), Some(64), "{overlapping:?}");
 }
+
+#[test]
+fn doctor_checks_the_guarded_database() {
+    let server = PostgresServer::start();
+    guarded_stock(&server);
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let doctor = || {
+        let out = Command::new(lockward())
+            .args([
+                "--store",
+                &store,
+                "doctor",
+                "--json",
+                "--fence-db",
+                &server.url(),
+            ])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let levels: Vec<(String, String, String)> = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"].as_str().unwrap().starts_with("fence db"))
+            .map(|f| {
+                let s = |k: &str| f[k].as_str().unwrap().to_string();
+                (s("check"), s("level"), s("detail"))
+            })
+            .collect();
+        (out.status.code(), levels)
+    };
+    let (_, findings) = doctor();
+    assert_eq!(findings.len(), 5, "{findings:?}");
+    assert!(
+        findings.iter().all(|(_, level, _)| level == "ok"),
+        "{findings:?}"
+    );
+    // A disabled trigger and a partition made after install are errors.
+    server.psql("ALTER TABLE stock DISABLE TRIGGER lockward_fence");
+    server.psql(
+        "CREATE TABLE events (id int, at date) PARTITION BY RANGE (at); \
+         CREATE TABLE events_2026 PARTITION OF events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01')",
+    );
+    let out = fence(&server.url(), "install", &["events", "--lock", "migrate"]);
+    assert!(out.status.success(), "{out:?}");
+    server.psql(
+        "CREATE TABLE events_2027 PARTITION OF events FOR VALUES FROM ('2027-01-01') TO ('2028-01-01')",
+    );
+    let (code, findings) = doctor();
+    assert_eq!(code, Some(1), "{findings:?}");
+    let said = |check: &str| {
+        findings
+            .iter()
+            .find(|(c, _, _)| c == check)
+            .map(|(_, level, detail)| format!("{level}: {detail}"))
+            .unwrap_or_default()
+    };
+    assert!(said("fence db: guarded tables").starts_with("error: the guard is disabled on stock"));
+    assert!(
+        said("fence db: partitions").contains("events_2027"),
+        "{findings:?}"
+    );
+}

@@ -99,8 +99,12 @@ impl FenceDb {
         })
     }
 
-    fn fail(&self, e: &tokio_postgres::Error) -> Error {
+    pub(super) fn fail(&self, e: &tokio_postgres::Error) -> Error {
         pg_error(&self.address, e)
+    }
+
+    pub(super) fn client(&self) -> &Client {
+        &self.client
     }
 
     /// Guards `tables` (and every partition of a partitioned one) by the

@@ -3,6 +3,7 @@
 //! refuses a write that carries an older fence than the last one claimed
 //! ([`FenceDb`]), also from programs that know nothing of lockward.
 
+mod doctor;
 mod guard;
 mod register;
 mod session;
