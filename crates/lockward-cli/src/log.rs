@@ -13,6 +13,10 @@ use crate::exit;
 /// as a failed renewal being retried or a lost lease.
 const DEFAULT_FILTER: &str = "warn";
 
+/// The demo's default: it loses leases on purpose (the paused holder), so
+/// a lost lease is not worth a warning above its table.
+pub const DEMO_FILTER: &str = "warn,lockward::renewer=error";
+
 /// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, clap::ValueEnum)]
 pub enum LogFormat {
@@ -23,13 +27,14 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the subscriber for the whole process. An exit status when the
-/// filter in the environment cannot be read.
-pub fn init(format: LogFormat) -> Result<(), u8> {
+/// Installs the subscriber for the whole process, filtered as the
+/// environment says, else by `default` (else [`DEFAULT_FILTER`]). An exit
+/// status when the filter in the environment cannot be read.
+pub fn init(format: LogFormat, default: Option<&str>) -> Result<(), u8> {
     let (variable, directives) = ["LOCKWARD_LOG", "RUST_LOG"]
         .iter()
         .find_map(|v| std::env::var(v).ok().map(|d| (*v, d)))
-        .unwrap_or(("", DEFAULT_FILTER.to_string()));
+        .unwrap_or(("", default.unwrap_or(DEFAULT_FILTER).to_string()));
     let filter = EnvFilter::builder().parse(&directives).map_err(|e| {
         eprintln!(
             "lockward: {variable}={directives:?} is not a log filter such as lockward=debug: {e}"

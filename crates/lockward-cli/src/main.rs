@@ -109,7 +109,11 @@ fn main() -> ExitCode {
         Command::Warden(args) => return ExitCode::from(supervise::warden::ward(args)),
         _ => {}
     }
-    if let Err(code) = log::init(cli.log_format) {
+    let default_filter = match cli.command {
+        Command::Demo(_) | Command::DemoWorker(_) => Some(log::DEMO_FILTER),
+        _ => None,
+    };
+    if let Err(code) = log::init(cli.log_format, default_filter) {
         return ExitCode::from(code);
     }
     // The daemon serves many streams at once; every other command is one

@@ -117,3 +117,17 @@ fn demo_refuses_a_private_store() {
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("separate processes"));
 }
+
+#[test]
+fn the_losses_the_demo_causes_on_purpose_are_not_warned_about() {
+    let out = Command::new(lockward())
+        .args(["demo"])
+        .env_remove("LOCKWARD_LOG")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("lease lost"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("paused holder"));
+}
