@@ -100,6 +100,16 @@ fn demo_on_every_store() {
                         .unwrap_or_else(|| panic!("no SELECT … FOR UPDATE row: {report}"));
                     assert_eq!(for_update["detail"]["sold"], "5", "{report}");
                 }
+                if store.starts_with("postgres") && !store.contains("advisory") {
+                    // The database itself refused the resumed holder.
+                    let rows = report["scenarios"].as_array().unwrap();
+                    let guarded = rows
+                        .iter()
+                        .find(|r| r["variant"] == "db-guarded")
+                        .unwrap_or_else(|| panic!("no db-guarded row: {report}"));
+                    assert_eq!(guarded["detail"]["late writes refused"], "1", "{report}");
+                    assert_eq!(guarded["detail"]["final value"], "\"B\"", "{report}");
+                }
             })
         })
         .collect();

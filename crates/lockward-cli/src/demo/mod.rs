@@ -3,6 +3,8 @@
 //! is counted from what the processes left behind (files, the store), never
 //! assumed.
 
+#[cfg(feature = "postgres")]
+mod db_guard;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod for_update;
 mod worker;
@@ -298,8 +300,28 @@ impl Demo {
     /// and writes; then it resumes and writes with its old fence.
     async fn paused_holder(&self) -> Vec<Row> {
         let mut rows = Vec::new();
-        for (variant, fenced) in [("unfenced", false), ("fenced", true)] {
-            for file in ["ready", "go", "taken"] {
+        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+        let mut variants = vec![("unfenced", false), ("fenced", true)];
+        // On PostgreSQL, the account is also a row of a guarded table.
+        #[cfg(feature = "postgres")]
+        let guarded = match for_update::server(&self.url) {
+            Some(for_update::Database::Postgres(pg)) => {
+                let lock = format!("demo/{}/holder-db-guarded", self.run);
+                match db_guard::prepare(&self.url, &pg, &self.run, &lock).await {
+                    Ok(()) => {
+                        variants.push(("db-guarded", true));
+                        Some(pg)
+                    }
+                    Err(e) => {
+                        eprintln!("lockward: demo: the guarded table could not be made: {e}");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        for (variant, fenced) in variants {
+            for file in ["ready", "go", "taken", "refused"] {
                 let _ = std::fs::remove_file(self.dir.join(file));
             }
             let Some(mut holder) = self.spawn(&format!("holder-{variant}")) else {
@@ -324,7 +346,16 @@ impl Demo {
             // SAFETY: as above.
             unsafe { libc::kill(pid as i32, libc::SIGCONT) };
             let _ = holder.wait();
-            let last = if fenced {
+            #[cfg(feature = "postgres")]
+            let in_db = match (&guarded, variant) {
+                (Some(pg), "db-guarded") => Some(db_guard::finish(&self.url, pg, &self.run).await),
+                _ => None,
+            };
+            #[cfg(not(feature = "postgres"))]
+            let in_db: Option<String> = None;
+            let last = if let Some(value) = in_db {
+                Some(value)
+            } else if fenced {
                 match worker::register(&self.dir).await {
                     Ok(r) => r
                         .read("account")

@@ -177,6 +177,36 @@ pub async fn work(
             wait_for(&at("go")).await;
             write_account(dir, role == "holder-fenced", "A", guard.fence()).await?;
         }
+        // The same, with the account a row of a table the database guards.
+        #[cfg(feature = "postgres")]
+        "holder-db-guarded" => {
+            let pg = guarded_database(url)?;
+            let opts = LockOptions::new().ttl(Duration::from_millis(500));
+            let guard = store.acquire(name(role), &opts).await.map_err(e)?;
+            super::db_guard::claim(url, &name(role), guard.fence()).await?;
+            std::fs::write(at("ready"), guard.fence().to_string()).map_err(|e| e.to_string())?;
+            wait_for(&at("go")).await;
+            if !super::db_guard::write(&pg, run, &name(role), guard.fence(), "A").await? {
+                append(&at("refused"), "A");
+            }
+        }
+        #[cfg(feature = "postgres")]
+        "taker-db-guarded" => {
+            let pg = guarded_database(url)?;
+            let holder = name("holder-db-guarded");
+            let opts = lock_opts().wait(Duration::from_secs(3));
+            let guard = match store.acquire(&holder, &opts).await {
+                Ok(guard) => guard,
+                Err(lockward::Error::TimedOut { .. }) => return Ok(()),
+                Err(other) => return Err(e(other)),
+            };
+            append(&at("taken"), &guard.fence().to_string());
+            super::db_guard::claim(url, &holder, guard.fence()).await?;
+            if !super::db_guard::write(&pg, run, &holder, guard.fence(), "B").await? {
+                append(&at("refused"), "B");
+            }
+            guard.release().await.map_err(e)?;
+        }
         "taker-fenced" | "taker-unfenced" => {
             let holder = role.replace("taker", "holder");
             let opts = lock_opts().wait(Duration::from_secs(3));
@@ -312,5 +342,14 @@ async fn write_account(dir: &Path, fenced: bool, value: &str, fence: u64) -> Res
             Ok(())
         }
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The PostgreSQL server of the store, for the guarded variant.
+#[cfg(feature = "postgres")]
+fn guarded_database(url: &str) -> Result<lockward::url::PostgresUrl, String> {
+    match super::for_update::server(url) {
+        Some(super::for_update::Database::Postgres(pg)) => Ok(pg),
+        _ => Err("the guarded variant needs a PostgreSQL store".into()),
     }
 }

@@ -129,9 +129,7 @@ impl FenceDb {
             .await
             .map_err(|e| pg_error(&self.address, &e))?;
         let fail = |e: tokio_postgres::Error| pg_error(&self.address, &e);
-        tx.batch_execute("SET LOCAL lock_timeout = '5s'")
-            .await
-            .map_err(fail)?;
+        tx.batch_execute(SERIALISE).await.map_err(fail)?;
         tx.batch_execute(SCHEMA).await.map_err(fail)?;
         if let Some(role) = claimer {
             let role = quote_ident(role);
@@ -172,9 +170,7 @@ impl FenceDb {
             .await
             .map_err(|e| pg_error(&self.address, &e))?;
         let fail = |e: tokio_postgres::Error| pg_error(&self.address, &e);
-        tx.batch_execute("SET LOCAL lock_timeout = '5s'")
-            .await
-            .map_err(fail)?;
+        tx.batch_execute(SERIALISE).await.map_err(fail)?;
         let mut removed = Vec::new();
         for table in tables {
             for each in resolve(&tx, table, &self.address).await? {
@@ -398,6 +394,12 @@ impl FenceDb {
         Ok(())
     }
 }
+
+/// Bounds the waits of an install or uninstall, and lets one at a time
+/// change lockward's schema (two `CREATE OR REPLACE FUNCTION`s of one
+/// function at once fail with "tuple concurrently updated").
+const SERIALISE: &str = "SET LOCAL lock_timeout = '5s'; \
+    SELECT pg_advisory_xact_lock(hashtext('lockward.fence.install'))";
 
 /// `table` and, when it is partitioned, each of its partitions, as names
 /// PostgreSQL quoted; an error naming it when there is no such table.
