@@ -41,6 +41,21 @@ func startDaemon(store string, options ...string) (string, *exec.Cmd, error) {
 	return daemon.Address, daemon.Cmd, nil
 }
 
+// serveForTest starts `lockward serve` on store for one test, which fails
+// if it cannot start; it is stopped when the test ends.
+func serveForTest(t *testing.T, store string, options ...string) string {
+	t.Helper()
+	address, cmd, err := startDaemon(store, options...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	return address
+}
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(holderChildEnv); spec != "" {
 		holdAsAChild(spec)
@@ -385,14 +400,7 @@ func startStore(t *testing.T, kind string) string {
 func TestOnServerStores(t *testing.T) {
 	for _, kind := range []string{"redis", "etcd", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
-			address, cmd, err := startDaemon(startStore(t, kind))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				_ = cmd.Wait()
-			})
+			address := serveForTest(t, startStore(t, kind))
 			t.Run("fences", func(t *testing.T) { fencesGrowAcrossReleases(t, address) })
 			t.Run("busy", func(t *testing.T) { tryLockOnAHeldLockIsBusy(t, address) })
 			t.Run("handoff", func(t *testing.T) { aWaiterIsWokenPromptlyByTheRelease(t, address) })
@@ -406,14 +414,7 @@ func TestOnServerStores(t *testing.T) {
 }
 
 func TestADaemonAtItsMostLeasesRefusesOneMore(t *testing.T) {
-	address, cmd, err := startDaemon("sqlite://"+t.TempDir()+"/locks.db", "--max-leases", "1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
+	address := serveForTest(t, "sqlite://"+t.TempDir()+"/locks.db", "--max-leases", "1")
 	ctx := context.Background()
 	client := dial(t, address)
 	held, err := client.TryLock(ctx, "go/first")

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -309,14 +308,7 @@ func TestADaemonWithATokenServesOnlyCallsThatCarryIt(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("go-client-secret-0123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	address, cmd, err := startDaemon("sqlite://"+dir+"/locks.db", "--token-file", tokenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
+	address := serveForTest(t, "sqlite://"+dir+"/locks.db", "--token-file", tokenFile)
 	ctx := context.Background()
 	if _, err := dial(t, address).TryLock(ctx, "go/token"); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("want ErrUnauthenticated without the token, got %v", err)

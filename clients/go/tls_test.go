@@ -14,7 +14,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -66,16 +65,9 @@ func TestADaemonOverTLSServesClientsThatTrustItAndWithItsToken(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	address, cmd, err := startDaemon("sqlite://"+filepath.Join(dir, "locks.db"),
+	address := serveForTest(t, "sqlite://"+filepath.Join(dir, "locks.db"),
 		"--tls-cert", filepath.Join(dir, "server.pem"), "--tls-key", filepath.Join(dir, "server.key"),
 		"--token-file", filepath.Join(dir, "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

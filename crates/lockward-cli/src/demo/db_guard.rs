@@ -7,27 +7,11 @@ use std::time::Duration;
 use lockward::fence::postgres::{FenceDb, Unfenced};
 use lockward::url::PostgresUrl;
 
+use super::for_update::connect;
+
 /// The account table of demo run `run`.
 fn table(run: &str) -> String {
     format!("lockward_demo_account_{run}")
-}
-
-async fn connect(pg: &PostgresUrl) -> Result<tokio_postgres::Client, String> {
-    let mut config = tokio_postgres::Config::new();
-    config
-        .host(&pg.endpoint.host)
-        .port(pg.endpoint.port)
-        .user(&pg.user)
-        .dbname(&pg.db);
-    if let Some(password) = &pg.password {
-        config.password(password.expose());
-    }
-    let (client, connection) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(|e| format!("cannot connect to PostgreSQL at {}: {e}", pg.endpoint))?;
-    tokio::spawn(connection);
-    Ok(client)
 }
 
 /// Creates the account table and guards it by `lock`'s fence.
@@ -103,7 +87,7 @@ pub async fn finish(url: &str, pg: &PostgresUrl, run: &str) -> String {
         .map(|row| row.get::<_, String>(0))
         .unwrap_or_default();
     if let Ok(mut db) = FenceDb::connect(url).await {
-        let _ = db.uninstall(&[t.clone()], false).await;
+        let _ = db.uninstall(std::slice::from_ref(&t), false).await;
     }
     let _ = client
         .batch_execute(&format!("DROP TABLE IF EXISTS {t}"))

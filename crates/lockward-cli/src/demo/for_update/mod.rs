@@ -8,6 +8,9 @@ mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 
+#[cfg(feature = "postgres")]
+pub(crate) use postgres::connect;
+
 use lockward::StoreUrl;
 
 /// The database server of a store, for this variant.

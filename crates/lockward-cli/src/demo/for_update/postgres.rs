@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use lockward::url::PostgresUrl;
 
-async fn connect(pg: &PostgresUrl) -> Result<tokio_postgres::Client, String> {
+/// A plain connection to the store's database.
+pub(crate) async fn connect(pg: &PostgresUrl) -> Result<tokio_postgres::Client, String> {
     let mut config = tokio_postgres::Config::new();
     config
         .host(&pg.endpoint.host)

@@ -123,13 +123,8 @@ impl FenceDb {
         claimer: Option<&str>,
     ) -> Result<Vec<String>> {
         crate::name::Name::new(lock)?;
-        let tx = self
-            .client
-            .transaction()
-            .await
-            .map_err(|e| pg_error(&self.address, &e))?;
+        let tx = begin_schema_change(&mut self.client, &self.address).await?;
         let fail = |e: tokio_postgres::Error| pg_error(&self.address, &e);
-        tx.batch_execute(SERIALISE).await.map_err(fail)?;
         tx.batch_execute(SCHEMA).await.map_err(fail)?;
         if let Some(role) = claimer {
             let role = quote_ident(role);
@@ -164,13 +159,8 @@ impl FenceDb {
     ///
     /// Cancellation: dropping the future rolls the transaction back.
     pub async fn uninstall(&mut self, tables: &[String], purge: bool) -> Result<Vec<String>> {
-        let tx = self
-            .client
-            .transaction()
-            .await
-            .map_err(|e| pg_error(&self.address, &e))?;
+        let tx = begin_schema_change(&mut self.client, &self.address).await?;
         let fail = |e: tokio_postgres::Error| pg_error(&self.address, &e);
-        tx.batch_execute(SERIALISE).await.map_err(fail)?;
         let mut removed = Vec::new();
         for table in tables {
             for each in resolve(&tx, table, &self.address).await? {
@@ -395,11 +385,23 @@ impl FenceDb {
     }
 }
 
-/// Bounds the waits of an install or uninstall, and lets one at a time
-/// change lockward's schema (two `CREATE OR REPLACE FUNCTION`s of one
-/// function at once fail with "tuple concurrently updated").
-const SERIALISE: &str = "SET LOCAL lock_timeout = '5s'; \
-    SELECT pg_advisory_xact_lock(hashtext('lockward.fence.install'))";
+/// Begins the transaction of an install or uninstall: its waits bounded,
+/// and one at a time in the database (two `CREATE OR REPLACE FUNCTION`s of
+/// one function at once fail with "tuple concurrently updated").
+async fn begin_schema_change<'a>(
+    client: &'a mut Client,
+    address: &str,
+) -> Result<tokio_postgres::Transaction<'a>> {
+    let fail = |e: tokio_postgres::Error| pg_error(address, &e);
+    let tx = client.transaction().await.map_err(fail)?;
+    tx.batch_execute(
+        "SET LOCAL lock_timeout = '5s'; \
+         SELECT pg_advisory_xact_lock(hashtext('lockward.fence.install'))",
+    )
+    .await
+    .map_err(fail)?;
+    Ok(tx)
+}
 
 /// `table` and, when it is partitioned, each of its partitions, as names
 /// PostgreSQL quoted; an error naming it when there is no such table.
