@@ -52,6 +52,12 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
         Err(status) => return status,
     };
     if args.shared {
+        if args.fence_db.is_some() {
+            // Readers hold together, each with its own fence; a guard
+            // admits one fence at a time.
+            eprintln!("lockward: --fence-db guards writes under one holder: not with --shared");
+            return exit::USAGE;
+        }
         return run_shared(store, &args, &opts, grace).await;
     }
     let began = Instant::now();

@@ -288,6 +288,13 @@ fn once_and_elect_claim_their_fence_and_pass_it_on() {
         .output()
         .unwrap();
     assert_eq!(overlapping.status.code(), Some(64), "{overlapping:?}");
+    // Readers hold together, each with its own fence.
+    let shared = Command::new(lockward())
+        .args(["--store", &store, "run", "migrate", "--shared"])
+        .args(["--fence-db", &db, "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(shared.status.code(), Some(64), "{shared:?}");
 }
 
 #[test]
