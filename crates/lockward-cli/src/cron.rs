@@ -170,7 +170,7 @@ pub async fn cron(store: &Store, args: CronArgs) -> u8 {
         ];
         if let Some(db) = &args.fence_db {
             let fences = [(args.name.as_str(), claim.fence())];
-            match crate::fence_db::claim(db, &fences, ttl / 3).await {
+            match crate::fence_db::claim(db, &fences, ttl / 3, false).await {
                 Ok(fenced) => env.extend(fenced),
                 // This fire time does not run; the next ones try again.
                 Err(status) => {

@@ -102,7 +102,7 @@ pub async fn elect(store: &Store, args: ElectArgs) -> u8 {
         ];
         if let Some(db) = &args.fence_db {
             let fences = [(args.name.as_str(), epoch)];
-            match crate::fence_db::claim(db, &fences, config.lease_duration / 3).await {
+            match crate::fence_db::claim(db, &fences, config.lease_duration / 3, false).await {
                 Ok(fenced) => env.extend(fenced),
                 Err(status) => {
                     let _ = leadership.resign().await;

@@ -7,21 +7,35 @@ use std::time::Duration;
 use crate::exit;
 
 /// Claims `fences` (lock name, fence) in database `url`, waiting at most
-/// `within` for each; CMD's extra environment, or the exit status after a
-/// message saying why CMD will not start.
+/// `within` for each (with `end_stale`, ending the sessions that hold a
+/// claim up halfway through); CMD's extra environment, or the exit status
+/// after a message saying why CMD will not start.
 pub async fn claim(
     url: &str,
     fences: &[(&str, u64)],
     within: Duration,
+    end_stale: bool,
 ) -> Result<Vec<(&'static str, String)>, u8> {
     #[cfg(feature = "postgres")]
     {
         use lockward::fence::postgres::{session_options, FenceDb};
         let db = FenceDb::connect(url).await.map_err(|e| refused(&e))?;
         for (name, fence) in fences {
-            db.claim(name, *fence, within)
-                .await
-                .map_err(|e| refused(&e))?;
+            if end_stale {
+                let (_, ended) = db
+                    .claim_ending_stale(name, *fence, within)
+                    .await
+                    .map_err(|e| refused(&e))?;
+                for session in ended {
+                    eprintln!(
+                        "lockward: ended a stale session holding up the fence of {name}: {session}"
+                    );
+                }
+            } else {
+                db.claim(name, *fence, within)
+                    .await
+                    .map_err(|e| refused(&e))?;
+            }
         }
         let options = session_options(fences);
         // Appended, so the caller's own options stay.
@@ -36,7 +50,7 @@ pub async fn claim(
     }
     #[cfg(not(feature = "postgres"))]
     {
-        let _ = (url, fences, within);
+        let _ = (url, fences, within, end_stale);
         eprintln!(
             "lockward: --fence-db needs lockward's `postgres` feature, which this build lacks"
         );

@@ -95,7 +95,7 @@ pub async fn once(store: &Store, args: OnceArgs) -> u8 {
     ];
     if let Some(db) = &args.fence_db {
         let fences = [(args.key.as_str(), fence)];
-        match crate::fence_db::claim(db, &fences, ttl / 3).await {
+        match crate::fence_db::claim(db, &fences, ttl / 3, false).await {
             Ok(fenced) => env.extend(fenced),
             Err(status) => {
                 let _ = claim.abandon().await;

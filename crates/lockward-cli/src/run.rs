@@ -33,6 +33,11 @@ pub struct RunArgs {
     /// TTL/3 means CMD never starts.
     #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
     pub fence_db: Option<String>,
+    /// With --fence-db: when a claim still waits halfway through, end the
+    /// sessions holding it up (their open transactions under the old fence
+    /// roll back) instead of giving up.
+    #[arg(long, requires = "fence_db")]
+    pub end_stale: bool,
     /// The command and its arguments, after `--`; run directly, not by a shell.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -91,7 +96,7 @@ pub async fn run(store: &Store, args: RunArgs) -> u8 {
             .map(|name| (name.as_str(), all.fence(name).unwrap_or_default()))
             .collect();
         let within = opts.get_ttl() / 3;
-        match crate::fence_db::claim(db, &fences, within).await {
+        match crate::fence_db::claim(db, &fences, within, args.end_stale).await {
             Ok(env) => owned.extend(env.into_iter().map(|(k, v)| (k.to_string(), v))),
             Err(status) => {
                 let _ = all.release().await;

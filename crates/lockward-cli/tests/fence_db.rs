@@ -206,6 +206,44 @@ fn install_status_and_uninstall_from_the_command_line() {
     assert_eq!(shown["tables"][0]["lock"], "migrate");
     assert_eq!(shown["tables"][0]["enabled"], true);
     assert_eq!(shown["fences"][0]["fence"], 7);
+    // --end-stale ends a session that holds a claim up: one that wrote
+    // under fence 7 and sits in its open transaction.
+    let mut open = std::process::Command::new("psql")
+        .arg(&db)
+        .args([
+            "-X",
+            "-q",
+            "-c",
+            "BEGIN; UPDATE stock SET fence = 0; SELECT pg_sleep(60)",
+        ])
+        .env("PGOPTIONS", "-c lockward.fences=migrate=7")
+        .env("PGAPPNAME", "stuck-psql")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let active = "SELECT count(*) FROM pg_stat_activity \
+                  WHERE application_name = 'stuck-psql' AND wait_event = 'PgSleep'";
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while server.psql(active) != "1" {
+        assert!(
+            std::time::Instant::now() < until,
+            "the stuck session never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ended = fence(
+        &db,
+        "claim",
+        &["migrate", "8", "--within", "2s", "--end-stale"],
+    );
+    assert!(ended.status.success(), "{ended:?}");
+    let said = String::from_utf8_lossy(&ended.stdout);
+    assert!(
+        said.contains("stuck-psql") && said.contains("fence 8 claimed"),
+        "{said}"
+    );
+    let _ = open.wait();
     // A disabled trigger is shown as such.
     server.psql("ALTER TABLE stock DISABLE TRIGGER lockward_fence");
     let text = fence(&db, "status", &[]);

@@ -241,6 +241,38 @@ async fn a_claim_held_up_too_long_times_out_naming_the_session() {
 }
 
 #[tokio::test]
+async fn ending_stale_sessions_lets_the_claim_through_and_rolls_them_back() {
+    let server = PostgresServer::start();
+    let db = guarded_table(&server, Unfenced::Refuse).await;
+    db.claim("inventory", 3, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let stuck = writer(&server, Some("inventory=3")).await;
+    stuck
+        .batch_execute(
+            "SET application_name = 'paused-job'; BEGIN; INSERT INTO stock VALUES ('half-done', 1)",
+        )
+        .await
+        .unwrap();
+    let (stored, ended) = db
+        .claim_ending_stale("inventory", 4, Duration::from_secs(2))
+        .await
+        .unwrap();
+    assert_eq!(stored, 4);
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert!(
+        ended[0].contains("paused-job") && ended[0].contains("ended"),
+        "{ended:?}"
+    );
+    // The paused holder's connection is gone, and its write with it.
+    assert!(stuck.batch_execute("COMMIT").await.is_err());
+    assert_eq!(
+        server.psql("SELECT count(*) FROM stock WHERE sku = 'half-done'"),
+        "0"
+    );
+}
+
+#[tokio::test]
 async fn unfenced_writes_pass_when_allowed_and_fences_are_shown() {
     let server = PostgresServer::start();
     let db = guarded_table(&server, Unfenced::Allow).await;

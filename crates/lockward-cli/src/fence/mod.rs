@@ -82,6 +82,10 @@ enum Action {
         /// How long to wait for open transactions under the old fence.
         #[arg(long, default_value = "10s", value_parser = crate::lease::parse_duration)]
         within: Duration,
+        /// Halfway through the wait, end the sessions holding the claim up
+        /// (their open transactions roll back).
+        #[arg(long)]
+        end_stale: bool,
     },
     /// Measure what the guard costs: a bulk INSERT and a one-row UPDATE
     /// loop on a guarded table beside a plain one, and a claim, beside a
@@ -181,14 +185,27 @@ pub async fn fence(args: FenceArgs) -> u8 {
             name,
             fence,
             within,
+            end_stale,
             ..
-        } => match guard.claim(&name, fence, within).await {
-            Ok(stored) => {
-                println!("lock {name}: fence {stored} claimed");
-                0
+        } => {
+            let claimed = match end_stale {
+                true => guard.claim_ending_stale(&name, fence, within).await,
+                false => guard
+                    .claim(&name, fence, within)
+                    .await
+                    .map(|s| (s, Vec::new())),
+            };
+            match claimed {
+                Ok((stored, ended)) => {
+                    for session in ended {
+                        println!("ended {session}");
+                    }
+                    println!("lock {name}: fence {stored} claimed");
+                    0
+                }
+                Err(e) => failed(&e),
             }
-            Err(e) => failed(&e),
-        },
+        }
         Action::Reset { name, to, yes, .. } => {
             if !yes {
                 eprintln!(

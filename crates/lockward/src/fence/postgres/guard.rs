@@ -269,6 +269,36 @@ impl FenceDb {
     /// Cancellation: dropping the future cancels the claim on the server
     /// only when the connection drops; drop the `FenceDb` too.
     pub async fn claim(&self, lock: &str, fence: u64, within: Duration) -> Result<u64> {
+        self.claim_as(lock, fence, within, false)
+            .await
+            .map(|(stored, _)| stored)
+    }
+
+    /// As [`claim`](Self::claim), but when the claim still waits halfway
+    /// through `within`, the sessions that hold it up are ended
+    /// (`pg_terminate_backend`: what they had not committed rolls back, and
+    /// a paused holder's connection is gone when it wakes). Returns the
+    /// stored fence and the sessions ended, described. Ending another
+    /// role's session takes `pg_signal_backend` or a superuser; sessions it
+    /// may not end keep the claim waiting until `within`.
+    ///
+    /// Cancellation: as for [`claim`](Self::claim).
+    pub async fn claim_ending_stale(
+        &self,
+        lock: &str,
+        fence: u64,
+        within: Duration,
+    ) -> Result<(u64, Vec<String>)> {
+        self.claim_as(lock, fence, within, true).await
+    }
+
+    async fn claim_as(
+        &self,
+        lock: &str,
+        fence: u64,
+        within: Duration,
+        end_stale: bool,
+    ) -> Result<(u64, Vec<String>)> {
         let mine = i64::try_from(fence).map_err(|_| {
             Error::invalid(
                 "fence",
@@ -293,22 +323,23 @@ impl FenceDb {
             .client
             .query_one("SELECT lockward.claim($1, $2)", &params);
         tokio::pin!(claim);
-        // Halfway, note who holds the claim up, for the message if it
-        // times out.
-        let mut blockers = None;
+        // Halfway, note who holds the claim up (for the message if it
+        // times out), or end them.
+        let mut blockers = Vec::new();
         let answered = tokio::select! {
             answered = &mut claim => answered,
             _ = tokio::time::sleep(within / 2) => {
-                blockers = self.blockers(pid).await.ok();
+                blockers = self.blockers(pid, end_stale).await.unwrap_or_default();
                 claim.await
             }
         };
         let stored: i64 = match answered {
             Ok(row) => row.get(0),
             Err(e) if e.code().map(|c| c.code()) == Some("55P03") => {
-                let who = blockers
-                    .filter(|b| !b.is_empty())
-                    .unwrap_or_else(|| "sessions that have ended since".into());
+                let who = match blockers.is_empty() {
+                    true => "sessions that have ended since".to_string(),
+                    false => blockers.join("; "),
+                };
                 return Err(Error::TimedOut {
                     name: format!(
                         "the fence of {lock} in {}: open transactions that wrote under the old fence did not end: {who}",
@@ -327,26 +358,30 @@ impl FenceDb {
                 current: stored,
             });
         }
-        Ok(stored)
+        let ended = if end_stale { blockers } else { Vec::new() };
+        Ok((stored, ended))
     }
 
-    /// The sessions that block backend `pid`, described for a person.
-    async fn blockers(&self, pid: i32) -> Result<String> {
+    /// The sessions that block backend `pid`, described for a person;
+    /// with `end`, each is ended too.
+    async fn blockers(&self, pid: i32, end: bool) -> Result<Vec<String>> {
         let other = open(&self.url, &self.address, |_| {}, || {}).await?;
         let rows = other
             .query(
                 "SELECT pid, usename::text, coalesce(application_name, ''), coalesce(state, ''), \
-                        coalesce((now() - xact_start)::text, '') \
+                        coalesce((now() - xact_start)::text, ''), \
+                        CASE WHEN $2 THEN pg_terminate_backend(pid) ELSE false END \
                  FROM pg_stat_activity WHERE pid = ANY(pg_blocking_pids($1))",
-                &[&pid],
+                &[&pid, &end],
             )
             .await
             .map_err(|e| self.fail(&e))?;
         Ok(rows
             .iter()
             .map(|r| {
+                let ended = if r.get::<_, bool>(5) { ", ended" } else { "" };
                 format!(
-                    "pid {} (user {}, application {:?}, {}, in its transaction for {})",
+                    "pid {} (user {}, application {:?}, {}, in its transaction for {}{ended})",
                     r.get::<_, i32>(0),
                     r.get::<_, String>(1),
                     r.get::<_, String>(2),
@@ -354,8 +389,7 @@ impl FenceDb {
                     r.get::<_, String>(4)
                 )
             })
-            .collect::<Vec<_>>()
-            .join("; "))
+            .collect())
     }
 
     /// Sets the stored fence of `lock` to `fence`, also downwards: a
