@@ -28,6 +28,19 @@ async fn writer(server: &PostgresServer, fences: Option<&str>) -> Client {
     client
 }
 
+/// A writer under fence 3 of `inventory` that inserted `sku` and sits in
+/// its open transaction, as application `name`.
+async fn open_writer(server: &PostgresServer, name: &str, sku: &str) -> Client {
+    let stuck = writer(server, Some("inventory=3")).await;
+    stuck
+        .batch_execute(&format!(
+            "SET application_name = '{name}'; BEGIN; INSERT INTO stock VALUES ('{sku}', 1)"
+        ))
+        .await
+        .unwrap();
+    stuck
+}
+
 /// The SQLSTATE of a refused statement.
 fn sqlstate<T: std::fmt::Debug>(result: Result<T, tokio_postgres::Error>) -> String {
     let e = result.expect_err("refused");
@@ -219,13 +232,7 @@ async fn a_claim_held_up_too_long_times_out_naming_the_session() {
     db.claim("inventory", 3, Duration::from_secs(5))
         .await
         .unwrap();
-    let stuck = writer(&server, Some("inventory=3")).await;
-    stuck
-        .batch_execute(
-            "SET application_name = 'stuck-job'; BEGIN; INSERT INTO stock VALUES ('x', 1)",
-        )
-        .await
-        .unwrap();
+    let stuck = open_writer(&server, "stuck-job", "x").await;
     let timed_out = db.claim("inventory", 4, Duration::from_millis(600)).await;
     match timed_out {
         Err(Error::TimedOut { name, .. }) => assert!(name.contains("stuck-job"), "{name}"),
@@ -247,13 +254,7 @@ async fn ending_stale_sessions_lets_the_claim_through_and_rolls_them_back() {
     db.claim("inventory", 3, Duration::from_secs(5))
         .await
         .unwrap();
-    let stuck = writer(&server, Some("inventory=3")).await;
-    stuck
-        .batch_execute(
-            "SET application_name = 'paused-job'; BEGIN; INSERT INTO stock VALUES ('half-done', 1)",
-        )
-        .await
-        .unwrap();
+    let stuck = open_writer(&server, "paused-job", "half-done").await;
     let (stored, ended) = db
         .claim_ending_stale("inventory", 4, Duration::from_secs(2))
         .await

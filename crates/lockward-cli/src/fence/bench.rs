@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use lockward::fence::postgres::{FenceDb, Unfenced};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use crate::exit;
 
@@ -92,11 +92,11 @@ async fn measure(
     rows: u32,
     duration: Duration,
 ) -> Result<Figures, String> {
-    let plain_url = url.split('?').next().unwrap_or(url);
-    let (client, connection) = tokio_postgres::connect(plain_url, NoTls)
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    tokio::spawn(connection);
+    let pg = match lockward::StoreUrl::parse(url) {
+        Ok(lockward::StoreUrl::Postgres(pg)) => pg,
+        _ => return Err("not a PostgreSQL URL".into()),
+    };
+    let client = crate::demo::for_update::connect(&pg).await?;
     let sql = |e: tokio_postgres::Error| e.to_string();
     client
         .batch_execute(&format!(

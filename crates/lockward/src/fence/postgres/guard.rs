@@ -68,6 +68,9 @@ pub struct StoredFence {
 /// A connection to the database whose tables are guarded.
 pub struct FenceDb {
     client: Client,
+    /// The server process of `client`, whose blockers a waiting claim
+    /// looks up.
+    pid: i32,
     url: PostgresUrl,
     address: String,
 }
@@ -92,8 +95,14 @@ impl FenceDb {
         };
         let address = url.to_string();
         let client = open(&url, &address, |_| {}, || {}).await?;
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .map_err(|e| pg_error(&address, &e))?
+            .get(0);
         Ok(FenceDb {
             client,
+            pid,
             url,
             address,
         })
@@ -305,12 +314,6 @@ impl FenceDb {
                 format!("{fence} is larger than PostgreSQL's bigint"),
             )
         })?;
-        let pid: i32 = self
-            .client
-            .query_one("SELECT pg_backend_pid()", &[])
-            .await
-            .map_err(|e| self.fail(&e))?
-            .get(0);
         self.client
             .batch_execute(&format!(
                 "SET lock_timeout = '{}ms'",
@@ -329,7 +332,7 @@ impl FenceDb {
         let answered = tokio::select! {
             answered = &mut claim => answered,
             _ = tokio::time::sleep(within / 2) => {
-                blockers = self.blockers(pid, end_stale).await.unwrap_or_default();
+                blockers = self.blockers(self.pid, end_stale).await.unwrap_or_default();
                 claim.await
             }
         };
