@@ -284,6 +284,13 @@ fn the_bench_measures_the_guard_beside_a_plain_table() {
             "{field}: {figures}"
         );
     }
+    // A second run on the same database starts its lock over.
+    let again = fence(
+        &server.url(),
+        "bench",
+        &["--rows", "100", "--duration", "50ms"],
+    );
+    assert!(again.status.success(), "{again:?}");
     // Its tables are gone again.
     assert_eq!(
         server.psql("SELECT count(*) FROM pg_class WHERE relname LIKE 'lockward_bench%'"),
