@@ -34,9 +34,9 @@ pub struct CronArgs {
     /// `replace` stops the running one, then runs the new one.
     #[arg(long, default_value = "forbid", value_parser = parse_overlap)]
     pub overlap: Overlap,
-    /// Claim the fence in this PostgreSQL database (tables guarded with
-    /// `lockward fence install`) before CMD starts, and pass it to CMD in
-    /// PGOPTIONS (see `run --fence-db`).
+    /// Claim the fence in this PostgreSQL or MySQL database (tables
+    /// guarded with `lockward fence install`) before CMD starts, and pass
+    /// it to CMD (see `run --fence-db`).
     #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
     pub fence_db: Option<String>,
     /// The command and its arguments, after `--`; `LOCKWARD_FIRE_TIME` holds the fire time.

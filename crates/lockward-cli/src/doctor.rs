@@ -142,9 +142,9 @@ fn command_tree_findings() -> Vec<Finding> {
 
 /// The findings on the guarded database `url`.
 async fn fence_db_findings(url: &str) -> Vec<Finding> {
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     {
-        match lockward::fence::postgres::FenceDb::connect(url).await {
+        match lockward::fence::FenceDb::connect(url).await {
             Ok(db) => db.diagnose().await,
             Err(e) => vec![Finding {
                 level: Level::Error,
@@ -154,13 +154,13 @@ async fn fence_db_findings(url: &str) -> Vec<Finding> {
             }],
         }
     }
-    #[cfg(not(feature = "postgres"))]
+    #[cfg(not(any(feature = "postgres", feature = "mysql")))]
     {
         let _ = url;
         vec![Finding {
             level: Level::Error,
             check: "fence db".into(),
-            detail: "this build of lockward lacks its `postgres` feature".into(),
+            detail: "this build of lockward lacks its `postgres` and `mysql` features".into(),
             advice: String::new(),
         }]
     }

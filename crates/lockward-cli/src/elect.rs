@@ -31,9 +31,9 @@ pub struct ElectArgs {
     /// lease].
     #[arg(long, value_parser = parse_duration)]
     pub retry: Option<Duration>,
-    /// Claim the fence in this PostgreSQL database (tables guarded with
-    /// `lockward fence install`) before CMD starts, and pass it to CMD in
-    /// PGOPTIONS (see `run --fence-db`).
+    /// Claim the fence in this PostgreSQL or MySQL database (tables
+    /// guarded with `lockward fence install`) before CMD starts, and pass
+    /// it to CMD (see `run --fence-db`).
     #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
     pub fence_db: Option<String>,
     /// The command and its arguments, after `--`; `LOCKWARD_EPOCH` holds the epoch.

@@ -1,6 +1,6 @@
-//! `--fence-db URL`: claim the held locks' fences in a guarded PostgreSQL
-//! database before CMD starts, and hand CMD the session settings that make
-//! its writes carry them.
+//! `--fence-db URL`: claim the held locks' fences in a guarded database
+//! (PostgreSQL, MySQL or MariaDB) before CMD starts, and hand CMD the
+//! session settings that make its writes carry them.
 
 use std::time::Duration;
 
@@ -16,9 +16,9 @@ pub async fn claim(
     within: Duration,
     end_stale: bool,
 ) -> Result<Vec<(&'static str, String)>, u8> {
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     {
-        use lockward::fence::postgres::{session_options, FenceDb};
+        use lockward::fence::{Engine, FenceDb};
         let db = FenceDb::connect(url).await.map_err(|e| refused(&e))?;
         for (name, fence) in fences {
             if end_stale {
@@ -37,30 +37,60 @@ pub async fn claim(
                     .map_err(|e| refused(&e))?;
             }
         }
-        let options = session_options(fences);
-        // Appended, so the caller's own options stay.
-        let pgoptions = match std::env::var("PGOPTIONS") {
-            Ok(theirs) if !theirs.trim().is_empty() => format!("{theirs} {options}"),
-            _ => options.clone(),
-        };
-        Ok(vec![
-            ("PGOPTIONS", pgoptions),
-            ("LOCKWARD_FENCE_DB_OPTIONS", options),
-        ])
+        Ok(match db.engine() {
+            Engine::Postgres => postgres_env(fences),
+            Engine::Mysql => mysql_env(fences),
+        })
     }
-    #[cfg(not(feature = "postgres"))]
+    #[cfg(not(any(feature = "postgres", feature = "mysql")))]
     {
         let _ = (url, fences, within, end_stale);
         eprintln!(
-            "lockward: --fence-db needs lockward's `postgres` feature, which this build lacks"
+            "lockward: --fence-db needs lockward's `postgres` or `mysql` feature, which this build lacks"
         );
         Err(exit::USAGE)
     }
 }
 
+/// `PGOPTIONS` with the fences appended (so the caller's own options
+/// stay), and the options alone for clients that take them in their
+/// connection string.
+#[cfg(feature = "postgres")]
+fn postgres_env(fences: &[(&str, u64)]) -> Vec<(&'static str, String)> {
+    let options = lockward::fence::postgres::session_options(fences);
+    let pgoptions = match std::env::var("PGOPTIONS") {
+        Ok(theirs) if !theirs.trim().is_empty() => format!("{theirs} {options}"),
+        _ => options.clone(),
+    };
+    vec![
+        ("PGOPTIONS", pgoptions),
+        ("LOCKWARD_FENCE_DB_OPTIONS", options),
+    ]
+}
+
+#[cfg(all(feature = "mysql", not(feature = "postgres")))]
+fn postgres_env(_: &[(&str, u64)]) -> Vec<(&'static str, String)> {
+    Vec::new()
+}
+
+/// The statement for the client's init command: no MySQL client reads
+/// session variables from the environment.
+#[cfg(feature = "mysql")]
+fn mysql_env(fences: &[(&str, u64)]) -> Vec<(&'static str, String)> {
+    vec![(
+        "LOCKWARD_FENCE_DB_INIT",
+        lockward::fence::mysql::init_command(fences),
+    )]
+}
+
+#[cfg(all(feature = "postgres", not(feature = "mysql")))]
+fn mysql_env(_: &[(&str, u64)]) -> Vec<(&'static str, String)> {
+    Vec::new()
+}
+
 /// The message and exit status of a claim that did not happen: a newer
 /// fence claimed already means this holder lost its lock (76).
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 fn refused(e: &lockward::Error) -> u8 {
     match e {
         lockward::Error::Stale { key, .. } => {

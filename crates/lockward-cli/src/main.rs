@@ -9,7 +9,7 @@ mod demo;
 mod doctor;
 mod elect;
 mod exit;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod fence;
 mod fence_db;
 mod holder;
@@ -89,7 +89,7 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Guard database tables so the database itself refuses writes from
     /// a holder that lost its lock (see docs/fence-db.md).
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     #[command(after_help = exit::TABLE)]
     Fence(fence::FenceArgs),
 }
@@ -172,7 +172,7 @@ async fn dispatch(cli: Cli) -> u8 {
         return doctor::doctor(&url, args).await;
     }
     // Guarding tables needs their database, not the store.
-    #[cfg(feature = "postgres")]
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     if let Command::Fence(args) = cli.command {
         return fence::fence(args).await;
     }
@@ -200,7 +200,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Doctor(_) | Command::Keeper(_) | Command::Warden(_) => {
             unreachable!("handled before the store is opened")
         }
-        #[cfg(feature = "postgres")]
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         Command::Fence(_) => unreachable!("handled before the store is opened"),
     }
 }

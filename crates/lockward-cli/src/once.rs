@@ -34,9 +34,9 @@ pub struct OnceArgs {
     #[command(flatten)]
     pub lease: LeaseArgs,
     /// The command and its arguments, after `--`.
-    /// Claim the fence in this PostgreSQL database (tables guarded with
-    /// `lockward fence install`) before CMD starts, and pass it to CMD in
-    /// PGOPTIONS (see `run --fence-db`).
+    /// Claim the fence in this PostgreSQL or MySQL database (tables
+    /// guarded with `lockward fence install`) before CMD starts, and pass
+    /// it to CMD (see `run --fence-db`).
     #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
     pub fence_db: Option<String>,
     #[arg(last = true, value_name = "CMD", required_unless_present = "status")]

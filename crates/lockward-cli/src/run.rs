@@ -26,11 +26,12 @@ pub struct RunArgs {
     pub shared: bool,
     #[command(flatten)]
     pub lease: LeaseArgs,
-    /// Claim each lock's fence in this PostgreSQL database (whose tables
-    /// `lockward fence install` guards) before CMD starts, and pass it to
-    /// CMD in PGOPTIONS, so the database refuses CMD's writes once another
-    /// holder has claimed a newer fence. A claim that fails or waits past
-    /// TTL/3 means CMD never starts.
+    /// Claim each lock's fence in this PostgreSQL or MySQL/MariaDB
+    /// database (whose tables `lockward fence install` guards) before CMD
+    /// starts, and pass it to CMD (PostgreSQL: in PGOPTIONS; MySQL: the
+    /// init command in LOCKWARD_FENCE_DB_INIT), so the database refuses
+    /// CMD's writes once another holder has claimed a newer fence. A claim
+    /// that fails or waits past TTL/3 means CMD never starts.
     #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
     pub fence_db: Option<String>,
     /// With --fence-db: when a claim still waits halfway through, end the

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use lockward::fence::postgres::{session_options, FenceDb, Unfenced};
+use lockward::fence::postgres::session_options;
+use lockward::fence::{FenceDb, Unfenced};
 use lockward::Error;
 use lockward_testkit::PostgresServer;
 use tokio_postgres::{Client, NoTls};

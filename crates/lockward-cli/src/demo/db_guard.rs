@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lockward::fence::postgres::{FenceDb, Unfenced};
+use lockward::fence::{FenceDb, Unfenced};
 use lockward::url::PostgresUrl;
 
 use super::for_update::connect;

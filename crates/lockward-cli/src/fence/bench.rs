@@ -5,10 +5,13 @@
 
 use std::time::{Duration, Instant};
 
-use lockward::fence::postgres::{FenceDb, Unfenced};
-use tokio_postgres::Client;
+use lockward::fence::{FenceDb, Unfenced};
 
 use crate::exit;
+
+mod workload;
+
+use workload::Workload;
 
 const PLAIN: &str = "lockward_bench_plain";
 const GUARDED: &str = "lockward_bench_guarded";
@@ -92,20 +95,8 @@ async fn measure(
     rows: u32,
     duration: Duration,
 ) -> Result<Figures, String> {
-    let pg = match lockward::StoreUrl::parse(url) {
-        Ok(lockward::StoreUrl::Postgres(pg)) => pg,
-        _ => return Err("not a PostgreSQL URL".into()),
-    };
-    let client = crate::demo::for_update::connect(&pg).await?;
-    let sql = |e: tokio_postgres::Error| e.to_string();
-    client
-        .batch_execute(&format!(
-            "DROP TABLE IF EXISTS {PLAIN}, {GUARDED}; \
-             CREATE TABLE {PLAIN} (k int PRIMARY KEY, v bigint); \
-             CREATE TABLE {GUARDED} (k int PRIMARY KEY, v bigint)"
-        ))
-        .await
-        .map_err(sql)?;
+    let mut load = Workload::connect(url).await?;
+    load.create(&[PLAIN, GUARDED]).await?;
     let measured = async {
         guard
             .install(&[GUARDED.to_string()], LOCK, Unfenced::Refuse, None)
@@ -118,31 +109,18 @@ async fn measure(
             .claim(LOCK, 1, Duration::from_secs(5))
             .await
             .map_err(|e| e.to_string())?;
-        client
-            .batch_execute(&format!("SET lockward.fences = '{LOCK}={fence}'"))
-            .await
-            .map_err(sql)?;
+        load.carry(LOCK, fence).await?;
         let mut inserts = (Vec::new(), Vec::new());
         let mut updates = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {
-            inserts
-                .0
-                .push(insert(&client, PLAIN, rows).await.map_err(sql)?);
-            inserts
-                .1
-                .push(insert(&client, GUARDED, rows).await.map_err(sql)?);
-            updates
-                .0
-                .push(update_rate(&client, PLAIN, duration).await.map_err(sql)?);
-            updates
-                .1
-                .push(update_rate(&client, GUARDED, duration).await.map_err(sql)?);
+            inserts.0.push(load.insert(PLAIN, rows).await?);
+            inserts.1.push(load.insert(GUARDED, rows).await?);
+            updates.0.push(load.update_rate(PLAIN, duration).await?);
+            updates.1.push(load.update_rate(GUARDED, duration).await?);
         }
         let mut trips = Vec::new();
         for _ in 0..CLAIMS {
-            let began = Instant::now();
-            client.query_one("SELECT 1", &[]).await.map_err(sql)?;
-            trips.push(began.elapsed());
+            trips.push(load.round_trip().await?);
         }
         let mut claims = Vec::new();
         for i in 0..CLAIMS as u64 {
@@ -163,47 +141,10 @@ async fn measure(
     }
     .await;
     // Its tables go, whatever happened; the stored fence of the bench's
-    // lock stays with lockward's schema.
+    // lock stays with lockward's objects.
     let _ = guard.uninstall(&[GUARDED.to_string()], false).await;
-    let _ = client
-        .batch_execute(&format!("DROP TABLE IF EXISTS {PLAIN}, {GUARDED}"))
-        .await;
+    load.drop_tables(&[PLAIN, GUARDED]).await;
     measured
-}
-
-/// One INSERT of `rows` rows into an emptied `table`.
-async fn insert(
-    client: &Client,
-    table: &str,
-    rows: u32,
-) -> Result<Duration, tokio_postgres::Error> {
-    client.batch_execute(&format!("TRUNCATE {table}")).await?;
-    let began = Instant::now();
-    client
-        .execute(
-            &format!("INSERT INTO {table} SELECT g, g FROM generate_series(1, $1::int) g"),
-            &[&(rows as i32)],
-        )
-        .await?;
-    Ok(began.elapsed())
-}
-
-/// One-row UPDATEs of `table` per second, each its own transaction.
-async fn update_rate(
-    client: &Client,
-    table: &str,
-    duration: Duration,
-) -> Result<f64, tokio_postgres::Error> {
-    let statement = client
-        .prepare(&format!("UPDATE {table} SET v = v + 1 WHERE k = 1"))
-        .await?;
-    let began = Instant::now();
-    let mut done = 0u64;
-    while began.elapsed() < duration {
-        client.execute(&statement, &[]).await?;
-        done += 1;
-    }
-    Ok(done as f64 / began.elapsed().as_secs_f64())
 }
 
 fn median(values: &mut [Duration]) -> Duration {

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use lockward::fence::postgres::{FenceDb, Unfenced};
+use lockward::fence::{FenceDb, Unfenced};
 
 use crate::exit;
 
 mod bench;
 
-/// Guard tables so PostgreSQL refuses writes from a holder that lost its lock.
+/// Guard tables so PostgreSQL or MySQL refuses writes from a holder that lost its lock.
 #[derive(clap::Args)]
 pub struct FenceArgs {
     #[command(subcommand)]
@@ -20,14 +20,14 @@ pub struct FenceArgs {
 /// The database whose tables are guarded.
 #[derive(clap::Args)]
 struct Db {
-    /// The database (postgres://USER:PASSWORD@HOST:PORT/DB).
+    /// The database (postgres://USER:PASSWORD@HOST:PORT/DB, or mysql://…).
     #[arg(long, env = "LOCKWARD_FENCE_DB", value_name = "URL")]
     db: String,
 }
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Guard TABLE… (and each partition) by lock NAME's fence: from then on
+    /// Guard TABLE… (on PostgreSQL, each partition too) by lock NAME's fence: from then on
     /// a write is refused unless it carries the fence last claimed for NAME
     /// (`lockward run NAME --fence-db URL` claims it and passes it on).
     /// Running it again changes nothing.
@@ -41,24 +41,25 @@ enum Action {
         #[arg(long, value_name = "NAME")]
         lock: String,
         /// What to do with a write that carries no fence: refuse (the
-        /// default: a pooler or an `options=` in a connection string drops
-        /// the setting silently) or allow (the table has other writers
+        /// default: a pooler, an `options=` in a connection string or a
+        /// missing init command drops the setting silently) or allow (the table has other writers
         /// that hold no lock).
         #[arg(long, value_enum, default_value_t = UnfencedArg::Refuse)]
         unfenced: UnfencedArg,
-        /// A role, besides the one installing, that may claim fences (the
-        /// role `lockward run --fence-db` connects as).
+        /// A role (MySQL: an account, USER or USER@HOST), besides the one
+        /// installing, that may claim fences (the one `lockward run
+        /// --fence-db` connects as).
         #[arg(long, value_name = "ROLE")]
         claimer: Option<String>,
     },
-    /// Remove the guard from TABLE… (and each partition).
+    /// Remove the guard from TABLE… (on PostgreSQL, each partition too).
     Uninstall {
         #[command(flatten)]
         db: Db,
         #[arg(value_name = "TABLE")]
         tables: Vec<String>,
-        /// Also drop lockward's schema and the stored fences, once no
-        /// table is guarded.
+        /// Also drop lockward's schema (MySQL: its table and routines) and
+        /// the stored fences, once no table is guarded.
         #[arg(long)]
         purge: bool,
     },
@@ -258,7 +259,7 @@ async fn status(guard: &FenceDb, json: bool) -> u8 {
         let state = if t.enabled {
             ""
         } else {
-            "  TRIGGER DISABLED: writes go around the guard"
+            "  GUARD OFF (a trigger disabled or missing): writes go around it"
         };
         println!(
             "{}  lock {}  writes without a fence {unfenced}{state}",

@@ -56,9 +56,13 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod db;
 mod memory;
 #[cfg(feature = "mysql")]
-mod mysql;
+pub mod mysql;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod pairs;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "redis")]
@@ -66,6 +70,8 @@ mod redis;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub use db::{Engine, FenceDb, GuardedTable, StoredFence, Unfenced};
 pub use memory::MemoryRegister;
 #[cfg(feature = "mysql")]
 pub use mysql::MysqlRegister;

@@ -8,6 +8,8 @@ mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 
+#[cfg(feature = "mysql")]
+pub(crate) use mysql::connect as connect_mysql;
 #[cfg(feature = "postgres")]
 pub(crate) use postgres::connect;
 

@@ -8,7 +8,8 @@ use mysql_async::{Conn, OptsBuilder, TxOpts};
 
 use super::table;
 
-async fn connect(my: &MysqlUrl) -> Result<Conn, String> {
+/// A plain connection to the server of `my`.
+pub(crate) async fn connect(my: &MysqlUrl) -> Result<Conn, String> {
     let opts = OptsBuilder::default()
         .ip_or_hostname(my.endpoint.host.clone())
         .tcp_port(my.endpoint.port)

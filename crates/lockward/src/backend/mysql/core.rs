@@ -38,7 +38,7 @@ pub struct Db {
 
 /// The driver's options for `url`; a `ca=` file that cannot be read is the
 /// URL's fault.
-pub(super) fn options(url: &MysqlUrl) -> Result<OptsBuilder> {
+pub(crate) fn options(url: &MysqlUrl) -> Result<OptsBuilder> {
     let pool = PoolOpts::default()
         .with_constraints(PoolConstraints::new(0, MAX_CONNECTIONS).expect("0 <= max"))
         // A reset per checkout is a round trip; nothing lockward does

@@ -3,11 +3,11 @@
 //! disabled, partitions added since `install`, who may claim, and the
 //! settings that let writes go around the guard.
 
-use super::guard::FenceDb;
+use super::guard::PostgresGuard;
 use super::sql::TRIGGER;
 use crate::finding::{Finding, Level};
 
-impl FenceDb {
+impl PostgresGuard {
     /// The findings on this database, for `lockward doctor --fence-db`.
     ///
     /// Cancellation: reads only; dropping the future changes nothing.

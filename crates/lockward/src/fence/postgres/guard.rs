@@ -2,7 +2,7 @@
 //! lock's fence, and show what is guarded.
 //!
 //! Claim first, the trigger only checks: right after a holder acquires its
-//! lock it claims the lock's fence ([`FenceDb::claim`]), which raises the
+//! lock it claims the lock's fence ([`PostgresGuard::claim`]), which raises the
 //! stored fence only upwards and waits for every open transaction that
 //! wrote under the old fence; from then on a statement on a guarded table
 //! goes on only when the session's fence is the stored one (a statement-
@@ -16,57 +16,11 @@ use super::sql::{SCHEMA, TRIGGER};
 use crate::backend::postgres::core::{open, pg_error};
 use crate::backend::postgres::url::PostgresUrl;
 use crate::error::{Error, Result};
+use crate::fence::db::{GuardedTable, StoredFence, Unfenced};
 use crate::url::StoreUrl;
 
-/// What a guarded table does with a write that carries no fence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unfenced {
-    /// Refused (`LW002`): the default, since a pooler or a connection
-    /// string with its own `options=` silently drops the setting.
-    Refuse,
-    /// Let through: for tables that also have writers that hold no lock.
-    Allow,
-}
-
-impl Unfenced {
-    fn as_arg(self) -> &'static str {
-        match self {
-            Unfenced::Refuse => "refuse",
-            Unfenced::Allow => "allow",
-        }
-    }
-}
-
-/// A table the guard is on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GuardedTable {
-    /// The table, as PostgreSQL names it (`public.orders`, or `orders`
-    /// when on the search path).
-    pub table: String,
-    /// The lock whose fence its writes must carry.
-    pub lock: String,
-    /// What it does with a write that carries no fence.
-    pub unfenced: Unfenced,
-    /// False when someone disabled the trigger (`ALTER TABLE … DISABLE
-    /// TRIGGER`): writes then go around the guard.
-    pub enabled: bool,
-}
-
-/// A lock's stored fence: the last one claimed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredFence {
-    /// The lock.
-    pub lock: String,
-    /// The fence writes must carry now.
-    pub fence: u64,
-    /// When it was claimed, as the server's clock wrote it.
-    pub raised_at: String,
-    /// The role that claimed it.
-    pub raised_by: String,
-}
-
-/// A connection to the database whose tables are guarded.
-pub struct FenceDb {
+/// A connection to a PostgreSQL database whose tables are guarded.
+pub struct PostgresGuard {
     client: Client,
     /// The server process of `client`, whose blockers a waiting claim
     /// looks up.
@@ -75,12 +29,12 @@ pub struct FenceDb {
     address: String,
 }
 
-impl FenceDb {
+impl PostgresGuard {
     /// Connects to the database of a `postgres://` URL (the same form as
     /// the store's; its `table=` and `mode=` are ignored).
     ///
     /// Cancellation: dropping the future drops the connection attempt.
-    pub async fn connect(url: &str) -> Result<FenceDb> {
+    pub async fn connect(url: &str) -> Result<PostgresGuard> {
         let url = match StoreUrl::parse(url)? {
             StoreUrl::Postgres(url) => url,
             other => {
@@ -100,7 +54,7 @@ impl FenceDb {
             .await
             .map_err(|e| pg_error(&address, &e))?
             .get(0);
-        Ok(FenceDb {
+        Ok(PostgresGuard {
             client,
             pid,
             url,
@@ -152,7 +106,7 @@ impl FenceDb {
                      CREATE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE \
                      ON {each} FOR EACH STATEMENT EXECUTE FUNCTION lockward.check_fence({}, {})",
                     quote_literal(lock),
-                    quote_literal(unfenced.as_arg()),
+                    quote_literal(unfenced.as_str()),
                 ))
                 .await
                 .map_err(fail)?;
@@ -276,7 +230,7 @@ impl FenceDb {
     /// holder lost its lock.
     ///
     /// Cancellation: dropping the future cancels the claim on the server
-    /// only when the connection drops; drop the `FenceDb` too.
+    /// only when the connection drops; drop the `PostgresGuard` too.
     pub async fn claim(&self, lock: &str, fence: u64, within: Duration) -> Result<u64> {
         self.claim_as(lock, fence, within, false)
             .await

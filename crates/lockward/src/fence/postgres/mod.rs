@@ -1,7 +1,7 @@
 //! Fences on PostgreSQL: a register that checks them in its own upsert
 //! ([`PostgresRegister`]), and guarded tables, where the database itself
 //! refuses a write that carries an older fence than the last one claimed
-//! ([`FenceDb`]), also from programs that know nothing of lockward.
+//! ([`PostgresGuard`]), also from programs that know nothing of lockward.
 
 mod doctor;
 mod guard;
@@ -9,6 +9,6 @@ mod register;
 mod session;
 mod sql;
 
-pub use guard::{FenceDb, GuardedTable, StoredFence, Unfenced};
+pub use guard::PostgresGuard;
 pub use register::PostgresRegister;
 pub use session::{session_options, set_fences_statement};

@@ -2,21 +2,7 @@
 //! `lockward.lock` and `lockward.fence` (one lock), or `lockward.fences`
 //! (`a=5,b=7`, several), as startup options or per transaction.
 
-/// The `lockward.fences` value for `fences`: `name=fence` pairs joined by
-/// commas, with `%`, `,` and `=` in a name written `%25`, `%2C`, `%3D`.
-fn fences_value(fences: &[(&str, u64)]) -> String {
-    fences
-        .iter()
-        .map(|(name, fence)| {
-            let name = name
-                .replace('%', "%25")
-                .replace(',', "%2C")
-                .replace('=', "%3D");
-            format!("{name}={fence}")
-        })
-        .collect::<Vec<_>>()
-        .join(",")
-}
+use crate::fence::pairs::fences_value;
 
 /// The startup options (for `PGOPTIONS`, or `options=` in a connection
 /// string) that make every transaction of a session write with `fences`,

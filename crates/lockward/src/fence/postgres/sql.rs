@@ -30,7 +30,7 @@ DECLARE
     many text := nullif(current_setting('lockward.fences', true), '');
     one_lock text := nullif(current_setting('lockward.lock', true), '');
     one_fence text := nullif(current_setting('lockward.fence', true), '');
-    key text := replace(replace(replace(p_lock, '%', '%25'), ',', '%2C'), '=', '%3D');
+    key text := replace(replace(replace(replace(replace(p_lock, '%', '%25'), ',', '%2C'), '=', '%3D'), '''', '%27'), chr(92), '%5C');
     pair text;
 BEGIN
     IF many IS NOT NULL THEN

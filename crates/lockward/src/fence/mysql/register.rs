@@ -4,9 +4,9 @@
 use async_trait::async_trait;
 use mysql_async::Params;
 
-use super::{Fenced, FencedResource};
 use crate::backend::mysql::core::Db;
 use crate::error::{Error, Result};
+use crate::fence::{Fenced, FencedResource};
 use crate::url::StoreUrl;
 
 /// A table `(record_key, value, fence)` in the database of a `mysql://`
