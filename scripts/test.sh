@@ -41,9 +41,13 @@ clients/go/check.sh
 venv="$(scripts/python-test-env.sh)"
 LOCKWARD_BIN="$target/debug/lockward" "$venv/bin/pytest" -q \
     -p no:cacheprovider -W "ignore:The Distributed Lock API:UserWarning" crates/lockward-serve/tests/dapr_python
+# Drivers that know nothing of lockward (psycopg, PyMySQL) fenced by the
+# database under `lockward run --fence-db`.
+cargo build --quiet -p lockward-testkit --bin lockward-testserver
+LOCKWARD_BIN="$target/debug/lockward" LOCKWARD_TESTSERVER_BIN="$target/debug/lockward-testserver" \
+    "$venv/bin/pytest" -q -p no:cacheprovider crates/lockward-cli/tests/fence_db_drivers
 # The Python package: built into the same environment, type-checked
 # (mypy --strict) and tested on every store, servers from the testkit.
-cargo build --quiet -p lockward-testkit --bin lockward-testserver
 (cd python && VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$target" \
     "$venv/bin/maturin" develop --quiet)
 (cd python && "$venv/bin/mypy" && \

@@ -10,7 +10,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{lockward, wait_for_file};
+use common::{descendants, lockward, signal_all as signal, wait_for_file};
 use lockward_testkit::PostgresServer;
 
 /// `lockward fence ACTION --db URL ARGS…`.
@@ -26,39 +26,6 @@ fn guarded_stock(server: &PostgresServer) {
     server.psql("CREATE TABLE stock (sku text PRIMARY KEY, fence bigint)");
     let out = fence(&server.url(), "install", &["stock", "--lock", "migrate"]);
     assert!(out.status.success(), "{out:?}");
-}
-
-/// Every process below `pid`.
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // The parent is the second field after the command's parentheses.
-        let after = &stat[stat.rfind(')').unwrap_or(0) + 1..];
-        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-            parents.push((child, parent));
-        }
-    }
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let of = found[i];
-        found.extend(parents.iter().filter(|(_, p)| *p == of).map(|(c, _)| *c));
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
-
-fn signal(pids: &[u32], signal: libc::c_int) {
-    for pid in pids {
-        unsafe { libc::kill(*pid as i32, signal) };
-    }
 }
 
 #[test]
@@ -248,7 +215,7 @@ fn install_status_and_uninstall_from_the_command_line() {
     server.psql("ALTER TABLE stock DISABLE TRIGGER lockward_fence");
     let text = fence(&db, "status", &[]);
     assert!(
-        String::from_utf8_lossy(&text.stdout).contains("TRIGGER DISABLED"),
+        String::from_utf8_lossy(&text.stdout).contains("GUARD OFF"),
         "{text:?}"
     );
     let stale = fence(&db, "claim", &["migrate", "6"]);
