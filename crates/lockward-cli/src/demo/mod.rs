@@ -3,7 +3,7 @@
 //! is counted from what the processes left behind (files, the store), never
 //! assumed.
 
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod db_guard;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod for_update;
@@ -300,17 +300,17 @@ impl Demo {
     /// and writes; then it resumes and writes with its old fence.
     async fn paused_holder(&self) -> Vec<Row> {
         let mut rows = Vec::new();
-        #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+        #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(unused_mut))]
         let mut variants = vec![("unfenced", false), ("fenced", true)];
-        // On PostgreSQL, the account is also a row of a guarded table.
-        #[cfg(feature = "postgres")]
+        // On a database store, the account is also a row of a guarded table.
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         let guarded = match for_update::server(&self.url) {
-            Some(for_update::Database::Postgres(pg)) => {
+            Some(db) => {
                 let lock = format!("demo/{}/holder-db-guarded", self.run);
-                match db_guard::prepare(&self.url, &pg, &self.run, &lock).await {
+                match db_guard::prepare(&self.url, &db, &self.run, &lock).await {
                     Ok(()) => {
                         variants.push(("db-guarded", true));
-                        Some(pg)
+                        Some(db)
                     }
                     Err(e) => {
                         eprintln!("lockward: demo: the guarded table could not be made: {e}");
@@ -318,7 +318,7 @@ impl Demo {
                     }
                 }
             }
-            _ => None,
+            None => None,
         };
         for (variant, fenced) in variants {
             for file in ["ready", "go", "taken", "refused"] {
@@ -346,12 +346,12 @@ impl Demo {
             // SAFETY: as above.
             unsafe { libc::kill(pid as i32, libc::SIGCONT) };
             let _ = holder.wait();
-            #[cfg(feature = "postgres")]
+            #[cfg(any(feature = "postgres", feature = "mysql"))]
             let in_db = match (&guarded, variant) {
-                (Some(pg), "db-guarded") => Some(db_guard::finish(&self.url, pg, &self.run).await),
+                (Some(db), "db-guarded") => Some(db_guard::finish(&self.url, db, &self.run).await),
                 _ => None,
             };
-            #[cfg(not(feature = "postgres"))]
+            #[cfg(not(any(feature = "postgres", feature = "mysql")))]
             let in_db: Option<String> = None;
             let last = if let Some(value) = in_db {
                 Some(value)

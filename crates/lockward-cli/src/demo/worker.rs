@@ -62,7 +62,11 @@ pub async fn register(dir: &Path) -> lockward::Result<SqliteRegister> {
 /// connects to directly).
 pub async fn work(
     store: &Store,
-    #[cfg_attr(not(feature = "postgres"), allow(unused_variables))] url: &str,
+    #[cfg_attr(
+        not(any(feature = "postgres", feature = "mysql")),
+        allow(unused_variables)
+    )]
+    url: &str,
     role: &str,
     dir: &Path,
     run: &str,
@@ -178,21 +182,21 @@ pub async fn work(
             write_account(dir, role == "holder-fenced", "A", guard.fence()).await?;
         }
         // The same, with the account a row of a table the database guards.
-        #[cfg(feature = "postgres")]
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         "holder-db-guarded" => {
-            let pg = guarded_database(url)?;
+            let db = guarded_database(url)?;
             let opts = LockOptions::new().ttl(Duration::from_millis(500));
             let guard = store.acquire(name(role), &opts).await.map_err(e)?;
             super::db_guard::claim(url, &name(role), guard.fence()).await?;
             std::fs::write(at("ready"), guard.fence().to_string()).map_err(|e| e.to_string())?;
             wait_for(&at("go")).await;
-            if !super::db_guard::write(&pg, run, &name(role), guard.fence(), "A").await? {
+            if !super::db_guard::write(&db, run, &name(role), guard.fence(), "A").await? {
                 append(&at("refused"), "A");
             }
         }
-        #[cfg(feature = "postgres")]
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         "taker-db-guarded" => {
-            let pg = guarded_database(url)?;
+            let db = guarded_database(url)?;
             let holder = name("holder-db-guarded");
             let opts = lock_opts().wait(Duration::from_secs(3));
             let guard = match store.acquire(&holder, &opts).await {
@@ -202,7 +206,7 @@ pub async fn work(
             };
             append(&at("taken"), &guard.fence().to_string());
             super::db_guard::claim(url, &holder, guard.fence()).await?;
-            if !super::db_guard::write(&pg, run, &holder, guard.fence(), "B").await? {
+            if !super::db_guard::write(&db, run, &holder, guard.fence(), "B").await? {
                 append(&at("refused"), "B");
             }
             guard.release().await.map_err(e)?;
@@ -345,11 +349,9 @@ async fn write_account(dir: &Path, fenced: bool, value: &str, fence: u64) -> Res
     }
 }
 
-/// The PostgreSQL server of the store, for the guarded variant.
-#[cfg(feature = "postgres")]
-fn guarded_database(url: &str) -> Result<lockward::url::PostgresUrl, String> {
-    match super::for_update::server(url) {
-        Some(super::for_update::Database::Postgres(pg)) => Ok(pg),
-        _ => Err("the guarded variant needs a PostgreSQL store".into()),
-    }
+/// The database server of the store, for the guarded variant.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn guarded_database(url: &str) -> Result<super::for_update::Database, String> {
+    super::for_update::server(url)
+        .ok_or_else(|| "the guarded variant needs a PostgreSQL or MySQL store".to_string())
 }
