@@ -19,6 +19,10 @@ pub async fn run(
     dir: &Path,
     until: u64,
 ) -> Result<(), String> {
+    // Guarded clients lock through the `lockward` command, not here.
+    if workload == Workload::Guarded {
+        return crate::guarded_client::run(url, index, dir, until).await;
+    }
     let store = loop {
         match Store::open(url).await {
             Ok(s) => break s,

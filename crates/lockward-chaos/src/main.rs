@@ -51,6 +51,16 @@ enum Sub {
         #[arg(long)]
         until: u64,
     },
+    /// The guarded workload's command, under `lockward run --fence-db`.
+    #[command(hide = true)]
+    GuardedWrite {
+        #[arg(long)]
+        db: String,
+        #[arg(long)]
+        client: u32,
+        #[arg(long)]
+        dir: PathBuf,
+    },
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -60,6 +70,15 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if let Some(Sub::GuardedWrite { db, client, dir }) = &cli.command {
+        return match lockward_chaos::guarded_client::write(db, *client, dir) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("lockward-chaos guarded-write: {e}");
+                std::process::ExitCode::from(70)
+            }
+        };
+    }
     if let Some(Sub::Client {
         url,
         workload,

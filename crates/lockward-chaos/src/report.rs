@@ -78,6 +78,16 @@ pub struct Report {
     pub sem_over_permits: u64,
     /// Such holds after a fault ended every lease early.
     pub sem_over_excused: u64,
+    /// Rows the guarded workload's commands wrote to the guarded table.
+    pub guarded_rows: u64,
+    /// I10: of them, rows written after a newer fence's command had
+    /// started: must be 0.
+    pub guarded_stale: u64,
+    /// Writes the database refused as stale.
+    pub guarded_refused: u64,
+    /// The same rows in the unguarded table, written that late (the
+    /// control: the faults bite when above 0).
+    pub guarded_control_stale: u64,
     /// The longest a client wrote after its lease's local deadline, ms.
     pub acted_after_deadline_ms: u64,
     /// `passed`, `failed` or `unjudged`.
@@ -127,6 +137,12 @@ pub fn judge(report: &mut Report, fenced: &Findings, election: &Findings, contro
         reasons.push(format!(
             "I9: {} permits granted while every permit was held within its lease",
             report.sem_over_permits
+        ));
+    }
+    if report.guarded_stale > 0 {
+        reasons.push(format!(
+            "I10: {} rows reached the guarded table after a newer fence was claimed",
+            report.guarded_stale
         ));
     }
     if report.recovery_ms_max > report.recovery_budget_ms {
@@ -232,6 +248,14 @@ pub fn table(r: &Report) -> String {
         format!(
             "{} / {} / {} ({})",
             r.sem_holds, r.sem_most_at_once, r.sem_over_permits, r.sem_over_excused
+        ),
+    );
+    line(
+        &mut out,
+        "guarded table: rows / stale / refused (control: stale)",
+        format!(
+            "{} / {} / {} ({})",
+            r.guarded_rows, r.guarded_stale, r.guarded_refused, r.guarded_control_stale
         ),
     );
     line(

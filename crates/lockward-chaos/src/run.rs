@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use crate::checker::{check, Findings};
 use crate::cron_check::check_cron;
+use crate::guarded_check::{check_guarded, GuardedFindings};
+use crate::guarded_client;
 use crate::history::{self, mono_ns, Kind};
 use crate::report::{judge, Report};
 use crate::rw_check::check_rw;
@@ -40,6 +42,7 @@ const CLIENTS: &[(Workload, u32)] = &[
     (Workload::Cron, 3),
     (Workload::Semaphore, 4),
     (Workload::Served, 2),
+    (Workload::Guarded, 3),
 ];
 
 /// Runs `config` and returns its report.
@@ -55,6 +58,12 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
     } else {
         Some(tmp)
     };
+    // The guarded workload's database: a PostgreSQL of its own, never
+    // faulted (the resource, not the lock's store).
+    let guarded_db = match config.mutant {
+        true => None,
+        false => Some(guarded_database(&config.exe).await?),
+    };
     let began = mono_ns();
     // Clients run until told to stop (the `stop` file), or this cap.
     let until = began + (config.duration + Duration::from_secs(120)).as_nanos() as u64;
@@ -63,8 +72,9 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
     let mut workload_of: Vec<usize> = Vec::new();
     for (w, &(workload, n)) in CLIENTS.iter().enumerate() {
         // The mutant's register ignores fences; served clients would write
-        // the fenced one beside it, judged with nobody.
-        if workload == Workload::Served && config.mutant {
+        // the fenced one beside it, judged with nobody. The mutant run
+        // judges the register alone.
+        if matches!(workload, Workload::Served | Workload::Guarded) && config.mutant {
             continue;
         }
         let workload = if workload == Workload::Fenced && config.mutant {
@@ -80,6 +90,7 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
                 i,
                 path.as_path(),
                 until,
+                guarded_db.as_ref().map(|(_, url)| url.as_str()),
             )?);
             workload_of.push(w);
         }
@@ -108,12 +119,13 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
         let record = if kind == FaultKind::PauseClient {
             // Each workload in turn, and its holder when one holds (a pause
             // elsewhere rarely matters): wait briefly for one.
-            // The control first (its anomalies show the faults bite); for
-            // the mutant, the fenced workload first.
+            // The control first (its anomalies show the faults bite), then
+            // the guarded table's commands; for the mutant, the fenced
+            // workload first.
             let order = if config.mutant {
-                [0, 1, 2, 3, 4, 5, 6, 7]
+                [0, 1, 2, 3, 4, 5, 6, 7, 8]
             } else {
-                [1, 0, 7, 2, 3, 4, 5, 6]
+                [1, 8, 0, 7, 2, 3, 4, 5, 6]
             };
             let turn = order[pauses % CLIENTS.len()];
             pauses += 1;
@@ -143,7 +155,11 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
             } else {
                 TTL.mul_f64(0.5 + rng.f64() * 2.5)
             };
-            pause(&clients[pick], hold).await
+            if CLIENTS[workload_of[pick]].0 == Workload::Guarded {
+                pause_guarded(&clients[pick], path.as_path(), hold).await
+            } else {
+                pause(&clients[pick], hold).await
+            }
         } else {
             let hold = Duration::from_millis(rng.u64(300..900));
             target.inflict(kind, hold).await
@@ -166,7 +182,76 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
         let _ = c.kill();
         let _ = c.wait();
     }
-    report(config, &target, path.as_path(), began, log).await
+    let guarded = guarded_db
+        .as_ref()
+        .map(|(db, _)| judge_guarded(db, path.as_path()));
+    report(config, &target, path.as_path(), began, log, guarded).await
+}
+
+/// Starts the guarded workload's PostgreSQL and guards its table; the
+/// server and its URL.
+async fn guarded_database(
+    exe: &Path,
+) -> Result<(lockward_testkit::PostgresServer, String), String> {
+    let lockward = exe.with_file_name("lockward");
+    if !lockward.exists() {
+        return Err(format!(
+            "the guarded workload runs `lockward run --fence-db`: no lockward binary at {} (cargo build -p lockward-cli)",
+            lockward.display()
+        ));
+    }
+    let server = tokio::task::block_in_place(lockward_testkit::PostgresServer::start);
+    let url = server.url();
+    let table = |name: &str| {
+        format!("CREATE TABLE {name} (client int NOT NULL, fence bigint NOT NULL, noted bigint NOT NULL)")
+    };
+    tokio::task::block_in_place(|| {
+        server.psql(&table(guarded_client::GUARDED));
+        server.psql(&table(guarded_client::PLAIN));
+    });
+    let mut db = lockward::fence::FenceDb::connect(&url)
+        .await
+        .map_err(|e| e.to_string())?;
+    db.install(
+        &[guarded_client::GUARDED.to_string()],
+        guarded_client::LOCK,
+        lockward::fence::Unfenced::Refuse,
+        None,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok((server, url))
+}
+
+/// I10 on the guarded table, and the same check on the plain one.
+fn judge_guarded(
+    db: &lockward_testkit::PostgresServer,
+    dir: &Path,
+) -> (GuardedFindings, GuardedFindings, u64) {
+    let pairs = |text: &str| -> Vec<(u64, u64)> {
+        text.lines()
+            .filter_map(|line| {
+                let (a, b) = line.trim().split_once(' ')?;
+                Some((a.parse().ok()?, b.parse().ok()?))
+            })
+            .collect()
+    };
+    let starts =
+        pairs(&std::fs::read_to_string(dir.join(guarded_client::STARTS)).unwrap_or_default());
+    let rows = |table: &str| {
+        pairs(&tokio::task::block_in_place(|| {
+            db.psql(&format!("SELECT fence || ' ' || noted FROM {table}"))
+        }))
+    };
+    let refused = std::fs::read_to_string(dir.join(guarded_client::REFUSED))
+        .unwrap_or_default()
+        .lines()
+        .count() as u64;
+    (
+        check_guarded(&rows(guarded_client::GUARDED), &starts),
+        check_guarded(&rows(guarded_client::PLAIN), &starts),
+        refused,
+    )
 }
 
 fn spawn_client(
@@ -176,8 +261,15 @@ fn spawn_client(
     index: u32,
     dir: &Path,
     until: u64,
+    guarded_db: Option<&str>,
 ) -> Result<Child, String> {
-    Command::new(exe)
+    let mut command = Command::new(exe);
+    if let Some(db) = guarded_db {
+        command
+            .env(guarded_client::LOCKWARD_ENV, exe.with_file_name("lockward"))
+            .env(guarded_client::FENCE_DB_ENV, db);
+    }
+    command
         .args(["client", "--url", url, "--workload", workload.name()])
         .args(["--index", &index.to_string(), "--until", &until.to_string()])
         .arg("--dir")
@@ -186,6 +278,60 @@ fn spawn_client(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start a client: {e}"))
+}
+
+/// A guarded client's whole `lockward run` (lockward, its keeper, the
+/// command and its `psql`) stopped for `hold`; then the command alone is
+/// resumed for a while, so nothing of lockward's can stop it before it
+/// writes with its old fence; then the rest.
+async fn pause_guarded(client: &Child, dir: &Path, hold: Duration) -> FaultRecord {
+    let start = mono_ns();
+    let run: Option<u32> = std::fs::read_to_string(guarded_client::run_file(dir, client.id()))
+        .ok()
+        .and_then(|pid| pid.trim().parse().ok());
+    let Some(run) = run else {
+        return pause(client, hold).await;
+    };
+    let mut tree = vec![run];
+    tree.extend(lockward_testkit::descendants(run));
+    for pid in &tree {
+        // SAFETY: kill(2) on processes of our own client's tree.
+        unsafe { libc::kill(*pid as i32, libc::SIGSTOP) };
+    }
+    let stopped = tokio::task::block_in_place(|| wait_stopped(run, Duration::from_millis(500)));
+    tokio::time::sleep(hold).await;
+    // The command, if this run had started one (an older file names a
+    // process outside this tree: left alone).
+    let command: Option<u32> =
+        std::fs::read_to_string(guarded_client::command_file(dir, client.id()))
+            .ok()
+            .and_then(|pid| pid.trim().parse().ok())
+            .filter(|pid| tree.contains(pid));
+    let mut woken = Vec::new();
+    if let Some(command) = command {
+        woken.push(command);
+        woken.extend(lockward_testkit::descendants(command));
+        for pid in &woken {
+            // SAFETY: as above.
+            unsafe { libc::kill(*pid as i32, libc::SIGCONT) };
+        }
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    }
+    for pid in tree.iter().filter(|p| !woken.contains(p)) {
+        // SAFETY: as above.
+        unsafe { libc::kill(*pid as i32, libc::SIGCONT) };
+    }
+    FaultRecord {
+        kind: FaultKind::PauseClient,
+        start,
+        healed: mono_ns(),
+        proof: format!(
+            "lockward run pid {run} and its {} descendants stopped for {hold:?}; /proc state T seen: {stopped}; command resumed alone first: {}",
+            tree.len() - 1,
+            command.is_some()
+        ),
+        ended_holds: Vec::new(),
+    }
 }
 
 /// SIGSTOP for `hold`, proved by the process state, then SIGCONT.
@@ -220,6 +366,7 @@ async fn report(
     dir: &Path,
     began: u64,
     log: Vec<FaultRecord>,
+    guarded: Option<(GuardedFindings, GuardedFindings, u64)>,
 ) -> Result<Report, String> {
     let mut findings: BTreeMap<&str, (Findings, Vec<history::Op>)> = BTreeMap::new();
     let mut rw_ops = Vec::new();
@@ -238,8 +385,9 @@ async fn report(
             rw_ops.extend(history::load(&dir.join(workload.name())));
             continue;
         }
-        if workload == Workload::Served {
-            // Judged with the fenced clients, below.
+        if matches!(workload, Workload::Served | Workload::Guarded) {
+            // Judged with the fenced clients, below; judged from the
+            // database.
             continue;
         }
         let workload = if workload == Workload::Fenced && config.mutant {
@@ -368,6 +516,10 @@ async fn report(
         sem_most_at_once: sem.most,
         sem_over_permits: sem.over,
         sem_over_excused: sem.excused,
+        guarded_rows: guarded.as_ref().map_or(0, |g| g.0.rows),
+        guarded_stale: guarded.as_ref().map_or(0, |g| g.0.stale),
+        guarded_refused: guarded.as_ref().map_or(0, |g| g.2),
+        guarded_control_stale: guarded.as_ref().map_or(0, |g| g.1.stale),
         acted_after_deadline_ms: fenced
             .acted_after_deadline_ns
             .max(control.acted_after_deadline_ns)

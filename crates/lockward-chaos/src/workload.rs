@@ -37,6 +37,9 @@ pub enum Workload {
     /// A holder of a semaphore with fewer permits than holders (see
     /// [`crate::sem_client`]).
     Semaphore,
+    /// `lockward run --fence-db` around `psql` writes to a table the
+    /// database guards (see [`crate::guarded_client`]).
+    Guarded,
 }
 
 impl Workload {
@@ -52,6 +55,7 @@ impl Workload {
             Workload::RwReader => "rw-reader",
             Workload::Cron => "cron",
             Workload::Semaphore => "semaphore",
+            Workload::Guarded => "guarded",
         }
     }
 
@@ -67,6 +71,7 @@ impl Workload {
             Workload::RwReader,
             Workload::Cron,
             Workload::Semaphore,
+            Workload::Guarded,
         ]
         .into_iter()
         .find(|w| w.name() == text)
@@ -91,10 +96,13 @@ impl Workload {
             | Workload::RwReader => {
                 Arc::new(SqliteRegister::open(&dir.join("registers.db"), "registers").await?)
             }
-            // Cron and Semaphore write none; a plain one costs nothing.
-            Workload::Unfenced | Workload::Mutant | Workload::Cron | Workload::Semaphore => {
-                Arc::new(PlainRegister::new(dir))
-            }
+            // Cron, Semaphore and Guarded write none; a plain one costs
+            // nothing.
+            Workload::Unfenced
+            | Workload::Mutant
+            | Workload::Cron
+            | Workload::Semaphore
+            | Workload::Guarded => Arc::new(PlainRegister::new(dir)),
         })
     }
 }

@@ -20,16 +20,19 @@ fn config(backend: &str, seconds: u64, mutant: bool) -> RunConfig {
 
 fn summary(r: &Report) -> String {
     format!(
-        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; served holds {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; semaphore holds {} most {} over {} excused {}; recovery max {} ms; faults {:?}",
+        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; served holds {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; semaphore holds {} most {} over {} excused {}; guarded rows {} stale {} refused {} control stale {}; recovery max {} ms; faults {:?}",
         r.backend, r.seed, r.verdict, r.reasons, r.stale_accepted, r.stale_rejected, r.lost_updates,
         r.order_violations, r.served_holds, r.unfenced_overlaps, r.unfenced_lost_updates, r.rw_reads, r.rw_torn_reads,
         r.rw_torn_excused, r.cron_executions, r.cron_overlaps, r.sem_holds, r.sem_most_at_once,
-        r.sem_over_permits, r.sem_over_excused, r.recovery_ms_max, r.faults
+        r.sem_over_permits, r.sem_over_excused, r.guarded_rows, r.guarded_stale, r.guarded_refused,
+        r.guarded_control_stale, r.recovery_ms_max, r.faults
     )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_backend_keeps_its_invariants_under_faults() {
+    let mut refused = 0;
+    let mut control_stale = 0;
     for backend in BACKENDS {
         // The run goes on until every fault kind has come up once.
         let seconds = 8;
@@ -55,6 +58,14 @@ async fn every_backend_keeps_its_invariants_under_faults() {
         assert_eq!(report.cron_overlaps, 0, "I8: {}", summary(&report));
         assert!(report.sem_holds > 0, "no permit: {}", summary(&report));
         assert_eq!(report.sem_over_permits, 0, "I9: {}", summary(&report));
+        assert!(
+            report.guarded_rows > 0,
+            "no guarded row: {}",
+            summary(&report)
+        );
+        assert_eq!(report.guarded_stale, 0, "I10: {}", summary(&report));
+        refused += report.guarded_refused;
+        control_stale += report.guarded_control_stale;
         let target = lockward_chaos::target::Target::kinds(backend);
         for kind in target
             .iter()
@@ -110,6 +121,16 @@ async fn every_backend_keeps_its_invariants_under_faults() {
             summary(&report)
         );
     }
+    // Over every backend, paused commands did write late: the plain table
+    // took such rows, the database refused them on the guarded one.
+    assert!(
+        refused > 0,
+        "no stale write ever reached the guarded table's database"
+    );
+    assert!(
+        control_stale > 0,
+        "the plain table never took a late row: the pauses did not bite"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

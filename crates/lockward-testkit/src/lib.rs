@@ -25,7 +25,7 @@ pub use kube::KubeApiServer;
 pub use mariadb::MariadbServer;
 pub use port::free_port;
 pub use postgres::PostgresServer;
-pub use process::ServerProcess;
+pub use process::{descendants, ServerProcess};
 pub use prometheus::PrometheusServer;
 pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};
 pub use scratch::data_dir;

@@ -186,3 +186,31 @@ impl Drop for ServerProcess {
         self.kill();
     }
 }
+
+/// Every process below `pid` (children, their children, …), read from
+/// `/proc`.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The parent is the second field after the command's parentheses.
+        let after = &stat[stat.rfind(')').unwrap_or(0) + 1..];
+        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            parents.push((child, parent));
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let of = found[i];
+        found.extend(parents.iter().filter(|(_, p)| *p == of).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}

@@ -45,32 +45,7 @@ pub fn wait_gone(pid: u32, within: Duration) -> bool {
     false
 }
 
-/// Every process below `pid`.
-pub fn descendants(pid: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
-            continue;
-        };
-        // The parent is the second field after the command's parentheses.
-        let after = &stat[stat.rfind(')').unwrap_or(0) + 1..];
-        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
-            parents.push((child, parent));
-        }
-    }
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let of = found[i];
-        found.extend(parents.iter().filter(|(_, p)| *p == of).map(|(c, _)| *c));
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
+pub use lockward_testkit::descendants;
 
 /// Sends `signal` to each of `pids`, gone ones skipped.
 pub fn signal_all(pids: &[u32], signal: libc::c_int) {
