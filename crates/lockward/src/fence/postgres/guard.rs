@@ -104,9 +104,10 @@ impl PostgresGuard {
                 tx.batch_execute(&format!(
                     "DROP TRIGGER IF EXISTS {TRIGGER} ON {each}; \
                      CREATE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE \
-                     ON {each} FOR EACH STATEMENT EXECUTE FUNCTION lockward.check_fence({}, {})",
+                     ON {each} FOR EACH STATEMENT EXECUTE FUNCTION lockward.check_fence({}, {}, {})",
                     quote_literal(lock),
                     quote_literal(unfenced.as_str()),
+                    quote_literal(&crate::fence::pairs::encode_name(lock)),
                 ))
                 .await
                 .map_err(fail)?;
