@@ -10,7 +10,8 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{descendants, lockward, signal_all as signal, wait_for_file};
+use common::{lockward, signal_all as signal, wait_for_file};
+use lockward_testkit::descendants;
 use lockward_testkit::PostgresServer;
 
 /// `lockward fence ACTION --db URL ARGS…`.

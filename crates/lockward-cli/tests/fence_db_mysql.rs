@@ -10,7 +10,8 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{descendants, lockward, signal_all, wait_for_file};
+use common::{lockward, signal_all, wait_for_file};
+use lockward_testkit::descendants;
 use lockward_testkit::mariadb::PASSWORD;
 use lockward_testkit::MariadbServer;
 

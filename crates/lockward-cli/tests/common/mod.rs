@@ -45,8 +45,6 @@ pub fn wait_gone(pid: u32, within: Duration) -> bool {
     false
 }
 
-pub use lockward_testkit::descendants;
-
 /// Sends `signal` to each of `pids`, gone ones skipped.
 pub fn signal_all(pids: &[u32], signal: libc::c_int) {
     for pid in pids {
