@@ -57,6 +57,8 @@ use async_trait::async_trait;
 use crate::error::Result;
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
+mod claim_wait;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod db;
 mod memory;
 #[cfg(feature = "mysql")]

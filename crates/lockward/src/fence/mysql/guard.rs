@@ -16,6 +16,7 @@ use super::sql::{self, parse_trigger, quote_ident, Trigger, EVENTS, TABLE, TRIGG
 use crate::backend::mysql::core::{my_error, options};
 use crate::backend::mysql::url::MysqlUrl;
 use crate::error::{Error, Result};
+use crate::fence::claim_wait::{settled, timed_out, wait_halfway};
 use crate::fence::db::{GuardedTable, StoredFence, Unfenced};
 use crate::url::StoreUrl;
 
@@ -351,36 +352,10 @@ impl MysqlGuard {
             .await
             .map_err(|e| self.fail(&e))?;
         let id = conn.id();
-        let claimed = {
-            let claim =
-                conn.exec_first::<u64, _, _>("CALL lockward_claim(?, ?)", (lock.as_bytes(), fence));
-            tokio::pin!(claim);
-            // Halfway, note who holds the claim up (for the message if it
-            // times out), or end them.
-            let mut blockers = Vec::new();
-            let answered = tokio::select! {
-                answered = &mut claim => Some(answered),
-                _ = tokio::time::sleep(within / 2) => {
-                    blockers = self.blockers(id, end_stale).await;
-                    tokio::time::timeout(within - within / 2, &mut claim).await.ok()
-                }
-            };
-            (answered, blockers)
-        };
-        let (answered, blockers) = claimed;
-        let timed_out = |blockers: Vec<String>| {
-            let who = match blockers.is_empty() {
-                true => "sessions that have ended since".to_string(),
-                false => blockers.join("; "),
-            };
-            Error::TimedOut {
-                name: format!(
-                    "the fence of {lock} in {}: open transactions that wrote under the old fence did not end: {who}",
-                    self.address
-                ),
-                waited: within,
-            }
-        };
+        let claim =
+            conn.exec_first::<u64, _, _>("CALL lockward_claim(?, ?)", (lock.as_bytes(), fence));
+        let (answered, blockers) =
+            wait_halfway(claim, within, || self.blockers(id, end_stale)).await;
         let stored = match answered {
             Some(Ok(Some(stored))) => stored,
             Some(Ok(None)) => {
@@ -390,7 +365,7 @@ impl MysqlGuard {
                 ))
             }
             Some(Err(mysql_async::Error::Server(s))) if s.code == 1205 => {
-                return Err(timed_out(blockers))
+                return Err(timed_out(lock, &self.address, within, &blockers))
             }
             Some(Err(e)) => return Err(self.fail(&e)),
             None => {
@@ -402,18 +377,10 @@ impl MysqlGuard {
                 if let Ok(fresh) = open(&self.url, &self.address).await {
                     *conn = fresh;
                 }
-                return Err(timed_out(blockers));
+                return Err(timed_out(lock, &self.address, within, &blockers));
             }
         };
-        if stored > fence {
-            return Err(Error::Stale {
-                key: lock.to_string(),
-                fence,
-                current: stored,
-            });
-        }
-        let ended = if end_stale { blockers } else { Vec::new() };
-        Ok((stored, ended))
+        settled(lock, fence, stored, end_stale, blockers)
     }
 
     /// The sessions whose transactions block connection `id`, described

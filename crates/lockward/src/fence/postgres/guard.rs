@@ -16,6 +16,7 @@ use super::sql::{SCHEMA, TRIGGER};
 use crate::backend::postgres::core::{open, pg_error};
 use crate::backend::postgres::url::PostgresUrl;
 use crate::error::{Error, Result};
+use crate::fence::claim_wait::{settled, timed_out, wait_halfway};
 use crate::fence::db::{GuardedTable, StoredFence, Unfenced};
 use crate::url::StoreUrl;
 
@@ -280,44 +281,19 @@ impl PostgresGuard {
         let claim = self
             .client
             .query_one("SELECT lockward.claim($1, $2)", &params);
-        tokio::pin!(claim);
-        // Halfway, note who holds the claim up (for the message if it
-        // times out), or end them.
-        let mut blockers = Vec::new();
-        let answered = tokio::select! {
-            answered = &mut claim => answered,
-            _ = tokio::time::sleep(within / 2) => {
-                blockers = self.blockers(self.pid, end_stale).await.unwrap_or_default();
-                claim.await
-            }
-        };
+        let (answered, blockers) = wait_halfway(claim, within, || async {
+            self.blockers(self.pid, end_stale).await.unwrap_or_default()
+        })
+        .await;
         let stored: i64 = match answered {
-            Ok(row) => row.get(0),
-            Err(e) if e.code().map(|c| c.code()) == Some("55P03") => {
-                let who = match blockers.is_empty() {
-                    true => "sessions that have ended since".to_string(),
-                    false => blockers.join("; "),
-                };
-                return Err(Error::TimedOut {
-                    name: format!(
-                        "the fence of {lock} in {}: open transactions that wrote under the old fence did not end: {who}",
-                        self.address
-                    ),
-                    waited: within,
-                });
+            Some(Ok(row)) => row.get(0),
+            Some(Err(e)) if e.code().map(|c| c.code()) == Some("55P03") => {
+                return Err(timed_out(lock, &self.address, within, &blockers))
             }
-            Err(e) => return Err(self.fail(&e)),
+            Some(Err(e)) => return Err(self.fail(&e)),
+            None => return Err(timed_out(lock, &self.address, within, &blockers)),
         };
-        let stored = stored.max(0) as u64;
-        if stored > fence {
-            return Err(Error::Stale {
-                key: lock.to_string(),
-                fence,
-                current: stored,
-            });
-        }
-        let ended = if end_stale { blockers } else { Vec::new() };
-        Ok((stored, ended))
+        settled(lock, fence, stored.max(0) as u64, end_stale, blockers)
     }
 
     /// The sessions that block backend `pid`, described for a person;
