@@ -278,6 +278,12 @@ async fn a_many_row_statement_is_checked_and_a_pinned_timestamp_keeps_no_memo() 
         .query_drop("DELETE FROM stock")
         .await;
     assert_eq!(sqlstate(not_a_number), "LW003");
+    // Beyond BIGINT UNSIGNED is not a fence either (not a cast's error).
+    let too_big = writer(&server, Some("inventory=99999999999999999999"))
+        .await
+        .query_drop("DELETE FROM stock")
+        .await;
+    assert_eq!(sqlstate(too_big), "LW003");
     assert_eq!(
         server.sql("SELECT count(*) FROM lockward.stock WHERE n = 0"),
         "0"

@@ -72,7 +72,8 @@ BEGIN
             SIGNAL SQLSTATE 'LW002' SET MESSAGE_TEXT = @lockward_message;
         END IF;
     ELSE
-        IF v_given NOT REGEXP '^[0-9]{1,20}$' THEN
+        IF v_given NOT REGEXP '^[0-9]{1,20}$'
+                OR (LENGTH(v_given) = 20 AND v_given > '18446744073709551615') THEN
             SET @lockward_message = LEFT(CONCAT('fence ', QUOTE(CONVERT(v_given USING utf8mb4)),
                 ' for lock ', v_lock, ' is not a number'), 128);
             SIGNAL SQLSTATE 'LW003' SET MESSAGE_TEXT = @lockward_message;
