@@ -55,6 +55,22 @@ impl Store {
     }
 }
 
+impl Drop for Store {
+    fn drop(&mut self) {
+        let opened = self.opened.get_mut().unwrap_or_else(|p| p.into_inner());
+        if opened
+            .as_ref()
+            .is_some_and(|(owner, _)| *owner != std::process::id())
+        {
+            // A store the parent opened, collected in a child made by
+            // fork: dropping it would reach into the parent's runtime
+            // (whose threads do not exist here and whose locks may have
+            // been held at the fork) and hang the child.
+            std::mem::forget(opened.take());
+        }
+    }
+}
+
 /// How long a run-once job's record is kept on stores that cannot keep it
 /// forever, as `lockward once` keeps it.
 const LONGEST: std::time::Duration = std::time::Duration::from_secs(10 * 365 * 24 * 3600);

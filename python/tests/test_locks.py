@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -171,11 +172,65 @@ def test_a_forked_child_gets_its_own_connections_and_leaves_the_parents_lock(
             gc.collect()
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert exit_code_of(pid, within=30) == 0
     assert not lease.lost.is_set()
     with pytest.raises(lockward.Busy):
         store.try_lock(name)
+    lease.release()
+
+
+def exit_code_of(pid: int, within: float) -> int:
+    """The exit code of child `pid`; a child still running after `within`
+    seconds is killed and the test fails (a hung child must not hang the
+    suite)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(f"child {pid} still ran after {within} s")
+
+
+@pytest.mark.parametrize("store_url", ["redis"], indirect=True)
+def test_a_child_that_collects_the_parents_store_exits(store_url: str) -> None:
+    # The parent renews a short lease and a thread of it locks and unlocks
+    # while it forks, so its runtime is busy at the moments of the forks;
+    # each child drops the parent's store (as a child's garbage collection
+    # would) and must still exit.
+    parents = lockward.Store(store_url)
+    lease = parents.lock(unique("busy"), ttl=0.3)
+    forking = threading.Event()
+    forking.set()
+
+    def busy() -> None:
+        name = unique("busier")
+        while forking.is_set():
+            parents.lock(name, ttl=5).release()
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        forks = 50
+        for _ in range(forks):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", ResourceWarning)
+                        del lease, parents
+                        gc.collect()
+                    code = 0
+                finally:
+                    os._exit(code)
+            assert exit_code_of(pid, within=10) == 0
+    finally:
+        forking.clear()
+        thread.join()
+    assert not lease.lost.is_set()
     lease.release()
 
 

@@ -53,10 +53,20 @@ def test_eight_processes_make_exact_fenced_increments(
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(timeout=300)
-        assert worker.exitcode == 0, f"a worker failed: {worker.exitcode}"
+        joined(worker, within=300)
     value, _ = counter.read_text().split()
     assert int(value) == 8 * times
+
+
+def joined(process: multiprocessing.process.BaseProcess, within: float) -> None:
+    """Waits for `process` to succeed; one still running after `within`
+    seconds is killed (a hung child must not hang the suite at exit)."""
+    process.join(timeout=within)
+    if process.is_alive():
+        process.kill()
+        process.join()
+        pytest.fail(f"process {process.pid} still ran after {within} s")
+    assert process.exitcode == 0, f"process {process.pid} failed: {process.exitcode}"
 
 
 def lock_and_release(name: str) -> None:
@@ -76,8 +86,7 @@ def test_a_parent_holding_a_lock_forks_four_children_that_lock_too(store: lockwa
     for child in children:
         child.start()
     for child in children:
-        child.join(timeout=60)
-        assert child.exitcode == 0, f"child {child.pid} failed: {child.exitcode}"
+        joined(child, within=60)
     assert not held.lost.is_set()
     held.extend()
     with pytest.raises(lockward.Busy):
