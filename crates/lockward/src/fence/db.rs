@@ -6,7 +6,7 @@
 //! fence last claimed for the table's lock; a holder claims its fence right
 //! after acquiring the lock (`lockward run --fence-db` does). PostgreSQL
 //! checks once per statement ([`postgres::PostgresGuard`](super::postgres::PostgresGuard)),
-//! MySQL and MariaDB once per statement and table, from a row trigger
+//! MySQL and MariaDB once per statement and lock, from a row trigger
 //! ([`mysql::MysqlGuard`](super::mysql::MysqlGuard)).
 
 use std::time::Duration;
