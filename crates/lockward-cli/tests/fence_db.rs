@@ -10,18 +10,9 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{lockward, signal_all as signal, wait_for_file};
+use common::{assert_fence_bench_figures, fence, lockward, signal_all as signal, wait_for_file};
 use lockward_testkit::descendants;
 use lockward_testkit::PostgresServer;
-
-/// `lockward fence ACTION --db URL ARGS…`.
-fn fence(db: &str, action: &str, args: &[&str]) -> std::process::Output {
-    Command::new(lockward())
-        .args(["fence", action, "--db", db])
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn guarded_stock(server: &PostgresServer) {
     server.psql("CREATE TABLE stock (sku text PRIMARY KEY, fence bigint)");
@@ -237,21 +228,7 @@ fn the_bench_measures_the_guard_beside_a_plain_table() {
         "bench",
         &["--rows", "2000", "--duration", "200ms", "--json"],
     );
-    assert!(out.status.success(), "{out:?}");
-    let figures: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for field in [
-        "insert_plain_ms",
-        "insert_guarded_ms",
-        "updates_per_s_plain",
-        "updates_per_s_guarded",
-        "round_trip_us",
-        "claim_us",
-    ] {
-        assert!(
-            figures[field].as_f64().is_some_and(|v| v > 0.0),
-            "{field}: {figures}"
-        );
-    }
+    assert_fence_bench_figures(&out);
     // A second run on the same database starts its lock over.
     let again = fence(
         &server.url(),

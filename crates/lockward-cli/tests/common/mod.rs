@@ -45,6 +45,35 @@ pub fn wait_gone(pid: u32, within: Duration) -> bool {
     false
 }
 
+/// `lockward fence ACTION --db URL ARGS…`.
+pub fn fence(db: &str, action: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(lockward())
+        .args(["fence", action, "--db", db])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Checks that `lockward fence bench --json` succeeded and printed every
+/// figure, each above 0.
+pub fn assert_fence_bench_figures(out: &std::process::Output) {
+    assert!(out.status.success(), "{out:?}");
+    let figures: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for field in [
+        "insert_plain_ms",
+        "insert_guarded_ms",
+        "updates_per_s_plain",
+        "updates_per_s_guarded",
+        "round_trip_us",
+        "claim_us",
+    ] {
+        assert!(
+            figures[field].as_f64().is_some_and(|v| v > 0.0),
+            "{field}: {figures}"
+        );
+    }
+}
+
 /// Sends `signal` to each of `pids`, gone ones skipped.
 pub fn signal_all(pids: &[u32], signal: libc::c_int) {
     for pid in pids {
