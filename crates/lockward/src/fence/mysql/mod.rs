@@ -4,6 +4,7 @@
 //! claimed ([`MysqlGuard`]), also from programs that know nothing of
 //! lockward.
 
+mod claim;
 mod doctor;
 mod guard;
 mod register;
