@@ -8,11 +8,29 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-/// The holds of a workload whose grants record their lease's local
-/// deadline as `value` (cron, semaphore): how many were granted, and each
-/// one's span `(from, to, client)` from its grant to the start of its
-/// release, cut at its deadline (after it, the holder has no claim).
-pub fn held_spans(ops: &[Op]) -> (u64, Vec<(u64, u64, u32)>) {
+/// One hold of a workload whose grants record their lease's local
+/// deadline as `value` (cron, semaphore), ns on the monotonic clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Held {
+    /// When the holder was told it holds (the grant returned).
+    pub from: u64,
+    /// The start of its release, or its deadline if that came first (after
+    /// it, the holder has no claim).
+    pub to: u64,
+    /// When it asked: the store may have granted it at any moment from
+    /// here to `from`, so a server that forgot its locks in between may
+    /// have forgotten this hold too, although its holder learned of it
+    /// after that.
+    pub asked: u64,
+    /// The client that held.
+    pub client: u32,
+    /// Its fence.
+    pub fence: u64,
+}
+
+/// The holds in `ops`: how many were granted, and each one that lasted
+/// (sorted by `from`).
+pub fn held_spans(ops: &[Op]) -> (u64, Vec<Held>) {
     let mut granted = 0;
     let mut spans = Vec::new();
     for grant in ops
@@ -29,11 +47,29 @@ pub fn held_spans(ops: &[Op]) -> (u64, Vec<(u64, u64, u32)>) {
             .unwrap_or(u64::MAX);
         let to = end.min(grant.value);
         if to > grant.end {
-            spans.push((grant.end, to, grant.client));
+            spans.push(Held {
+                from: grant.end,
+                to,
+                asked: grant.start,
+                client: grant.client,
+                fence: grant.fence,
+            });
         }
     }
     spans.sort();
     (granted, spans)
+}
+
+/// The first of `forgotten` (moments a fault made the store forget every
+/// lock) that falls between `asked`, when the earliest of some holds was
+/// asked for, and `from`, when a later hold began: those holds may
+/// overlap by the fault, not by the store's fault.
+pub fn forgotten_between(forgotten: &[u64], asked: u64, from: u64) -> Option<u64> {
+    forgotten
+        .iter()
+        .copied()
+        .filter(|t| (asked..=from).contains(t))
+        .min()
 }
 
 /// A hold an operator ended (`Store::force_unlock`): the fence its row

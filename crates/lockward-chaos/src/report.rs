@@ -78,6 +78,11 @@ pub struct Report {
     pub sem_over_permits: u64,
     /// Such holds after a fault ended every lease early.
     pub sem_over_excused: u64,
+    /// The first crowds of the semaphore (over its permits, excused or
+    /// not), each with its holds: what a failed I9 is read from.
+    pub sem_crowds: Vec<String>,
+    /// Where the histories were kept (a failed verdict keeps them).
+    pub kept_in: Option<String>,
     /// Rows the guarded workload's commands wrote to the guarded table.
     pub guarded_rows: u64,
     /// I10: of them, rows written after a newer fence's command had
@@ -135,8 +140,9 @@ pub fn judge(report: &mut Report, fenced: &Findings, election: &Findings, contro
     }
     if report.sem_over_permits > 0 {
         reasons.push(format!(
-            "I9: {} permits granted while every permit was held within its lease",
-            report.sem_over_permits
+            "I9: {} permits granted while every permit was held within its lease: {}",
+            report.sem_over_permits,
+            report.sem_crowds.join("; ")
         ));
     }
     if report.guarded_stale > 0 {
@@ -250,6 +256,12 @@ pub fn table(r: &Report) -> String {
             r.sem_holds, r.sem_most_at_once, r.sem_over_permits, r.sem_over_excused
         ),
     );
+    for crowd in &r.sem_crowds {
+        line(&mut out, "semaphore: a crowd", crowd.clone());
+    }
+    if let Some(dir) = &r.kept_in {
+        line(&mut out, "histories kept in", dir.clone());
+    }
     line(
         &mut out,
         "guarded table: rows / stale / refused (control: stale)",

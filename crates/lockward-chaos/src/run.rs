@@ -50,8 +50,9 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
     let mut target = Target::start(&config.backend).await?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let path = tmp.path().to_path_buf();
-    // LOCKWARD_CHAOS_KEEP=1 keeps the histories for a closer look.
-    let _tmp = if std::env::var_os("LOCKWARD_CHAOS_KEEP").is_some() {
+    // LOCKWARD_CHAOS_KEEP=1 keeps the histories for a closer look; a
+    // failed verdict keeps them too (below).
+    let mut tmp = if std::env::var_os("LOCKWARD_CHAOS_KEEP").is_some() {
         eprintln!("lockward-chaos: histories kept in {}", path.display());
         let _ = tmp.keep();
         None
@@ -185,7 +186,14 @@ pub async fn run(config: &RunConfig) -> Result<Report, String> {
     let guarded = guarded_db
         .as_ref()
         .map(|(db, _)| judge_guarded(db, path.as_path()));
-    report(config, &target, path.as_path(), began, log, guarded).await
+    let mut report = report(config, &target, path.as_path(), began, log, guarded).await?;
+    if report.verdict == "failed" || tmp.is_none() {
+        if let Some(tmp) = tmp.take() {
+            let _ = tmp.keep();
+        }
+        report.kept_in = Some(path.display().to_string());
+    }
+    Ok(report)
 }
 
 /// Starts the guarded workload's PostgreSQL and guards its table; the
@@ -516,6 +524,8 @@ async fn report(
         sem_most_at_once: sem.most,
         sem_over_permits: sem.over,
         sem_over_excused: sem.excused,
+        sem_crowds: sem.crowds,
+        kept_in: None,
         guarded_rows: guarded.as_ref().map_or(0, |g| g.0.rows),
         guarded_stale: guarded.as_ref().map_or(0, |g| g.0.stale),
         guarded_refused: guarded.as_ref().map_or(0, |g| g.2),

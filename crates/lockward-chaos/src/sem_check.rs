@@ -2,12 +2,18 @@
 //! once than the semaphore has permits, counting each hold from its grant
 //! to the start of its release and only before its lease's local deadline
 //! (a holder paused past its deadline has no claim after it). A crowd is
-//! excused when a fault ended every lease early while its holds began (a
-//! restart without persistence, a server clock jumped forward: one of
-//! `forgotten`). A holder an operator ended (a forced unlock) holds until
-//! the unlock began: its permit is free from then, by design.
+//! excused when a fault ended every lease early after one of its holds was
+//! asked for (a restart without persistence, a server clock jumped forward:
+//! one of `forgotten`): a hold the old server granted may reach its holder
+//! only after the server died. A holder an operator ended (a forced
+//! unlock) holds until the unlock began: its permit is free from then, by
+//! design.
 
-use crate::history::{cut_at_unlocks, held_spans, Ended, Op};
+use crate::history::{cut_at_unlocks, forgotten_between, held_spans, Ended, Held, Op};
+
+/// The crowds a report describes at most, so that a failed verdict can be
+/// read from the report alone.
+const CROWDS_SHOWN: usize = 4;
 
 /// What the checker found in the semaphore workload.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,6 +26,9 @@ pub struct SemFindings {
     pub over: u64,
     /// The same, after a fault ended every lease early.
     pub excused: u64,
+    /// The first crowds found, each with its holds and, when excused, the
+    /// fault that excused it.
+    pub crowds: Vec<String>,
 }
 
 /// Judges `ops` (every holder's) against `permits`; `forgotten`: when a
@@ -32,21 +41,52 @@ pub fn check_sem(ops: &[Op], permits: u64, forgotten: &[u64], ended: &[Ended]) -
         holds,
         ..SemFindings::default()
     };
-    for (i, &(from, ..)) in spans.iter().enumerate() {
+    for (i, this) in spans.iter().enumerate() {
         // Every hold live when this one began, itself included.
-        let live: Vec<&(u64, u64, u32)> = spans[..=i].iter().filter(|h| h.1 > from).collect();
+        let live: Vec<&Held> = spans[..=i].iter().filter(|h| h.to > this.from).collect();
         let n = live.len() as u64;
         f.most = f.most.max(n);
-        if n > permits {
-            let first = live.iter().map(|h| h.0).min().unwrap_or(from);
-            if forgotten.iter().any(|t| (first..=from).contains(t)) {
-                f.excused += 1;
-            } else {
-                f.over += 1;
-            }
+        if n <= permits {
+            continue;
+        }
+        let asked = live.iter().map(|h| h.asked).min().unwrap_or(this.asked);
+        let excuse = forgotten_between(forgotten, asked, this.from);
+        match excuse {
+            Some(_) => f.excused += 1,
+            None => f.over += 1,
+        }
+        if f.crowds.len() < CROWDS_SHOWN {
+            f.crowds.push(describe(&live, excuse));
         }
     }
     f
+}
+
+/// One crowd in words: each hold's client, fence and times (ms on the
+/// monotonic clock), and what excused it.
+fn describe(live: &[&Held], excuse: Option<u64>) -> String {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let holds: Vec<String> = live
+        .iter()
+        .map(|h| {
+            format!(
+                "client {} fence {} asked {:.1} held {:.1}..{:.1}",
+                h.client,
+                h.fence,
+                ms(h.asked),
+                ms(h.from),
+                ms(h.to)
+            )
+        })
+        .collect();
+    match excuse {
+        Some(t) => format!(
+            "[{}] excused: the store forgot every lease at {:.1}",
+            holds.join(", "),
+            ms(t)
+        ),
+        None => format!("[{}]", holds.join(", ")),
+    }
 }
 
 #[cfg(test)]
@@ -88,5 +128,28 @@ mod tests {
         // Past its deadline (400) the first no longer counts.
         crowd[0].value = 400;
         assert_eq!(check_sem(&crowd, 2, &[], &[]).over, 0);
+    }
+
+    #[test]
+    fn a_hold_the_server_granted_just_before_it_forgot_everything_is_excused() {
+        // Client 0 asked at 100; the server granted it, then restarted
+        // without persistence at 150, before the answer reached the client
+        // (160). The restarted server, empty, rightly grants both permits
+        // again (300 and 330): three holders, by the fault.
+        let ops = vec![
+            op(0, Kind::Acquire, 8, 100, 160, 5_000),
+            op(2, Kind::Acquire, 9, 300, 320, 5_000),
+            op(3, Kind::Acquire, 10, 330, 340, 5_000),
+        ];
+        let f = check_sem(&ops, 2, &[150], &[]);
+        assert_eq!((f.most, f.over, f.excused), (3, 0, 1));
+        assert!(f.crowds[0].contains("excused"), "{:?}", f.crowds);
+        // Asked after the server forgot: the restarted server granted all
+        // three, and that is a crowd.
+        let mut late = ops.clone();
+        late[0].start = 155;
+        let f = check_sem(&late, 2, &[150], &[]);
+        assert_eq!((f.over, f.excused), (1, 0));
+        assert!(f.crowds[0].contains("client 0 fence 8"), "{:?}", f.crowds);
     }
 }

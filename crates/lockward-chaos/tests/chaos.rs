@@ -20,12 +20,12 @@ fn config(backend: &str, seconds: u64, mutant: bool) -> RunConfig {
 
 fn summary(r: &Report) -> String {
     format!(
-        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; served holds {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; semaphore holds {} most {} over {} excused {}; guarded rows {} stale {} refused {} control stale {}; recovery max {} ms; faults {:?}",
+        "{} seed {}: verdict {} {:?}; stale accepted {} rejected {}; lost {}; order {}; served holds {}; control overlaps {} lost {}; rw reads {} torn {} excused {}; cron runs {} overlaps {}; semaphore holds {} most {} over {} excused {}; guarded rows {} stale {} refused {} control stale {}; recovery max {} ms; faults {:?}; histories kept in {:?}",
         r.backend, r.seed, r.verdict, r.reasons, r.stale_accepted, r.stale_rejected, r.lost_updates,
         r.order_violations, r.served_holds, r.unfenced_overlaps, r.unfenced_lost_updates, r.rw_reads, r.rw_torn_reads,
         r.rw_torn_excused, r.cron_executions, r.cron_overlaps, r.sem_holds, r.sem_most_at_once,
         r.sem_over_permits, r.sem_over_excused, r.guarded_rows, r.guarded_stale, r.guarded_refused,
-        r.guarded_control_stale, r.recovery_ms_max, r.faults
+        r.guarded_control_stale, r.recovery_ms_max, r.faults, r.kept_in
     )
 }
 

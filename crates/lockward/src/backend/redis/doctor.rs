@@ -57,10 +57,10 @@ pub(crate) async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
         )),
         (Some("yes"), Some(fsync)) => out.push(
             Finding::new(Level::Warning, &format!("{who}persistence"), format!("AOF with fsync {fsync}"))
-                .advise("a crash may lose the last second of locks; fences stay monotonic (seeded from TIME); set appendfsync always for locks that must survive"),
+                .advise("a crash may lose the last second of locks; fences keep growing (each one at least the server's TIME in µs); set appendfsync always for locks that must survive"),
         ),
         (Some(_), _) => out.push(
-            Finding::new(Level::Warning, &format!("{who}persistence"), "no AOF: a restart frees every lock")
+            Finding::new(Level::Warning, &format!("{who}persistence"), "no AOF: a restart frees every lock and semaphore permit")
                 .advise("a restarted server lets a second holder in while the first still works: fence your writes, or enable appendonly yes with appendfsync always"),
         ),
         _ => out.push(Finding::new(
