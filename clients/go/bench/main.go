@@ -272,6 +272,11 @@ func handoff(rounds int, lock func(name string) (func() error, error)) (time.Dur
 // manyLeases takes count leases on distinct names through one connection
 // (a stream each) with renewal, holds them for hold, and reports the
 // daemon's RSS and whether any was lost.
+// leaseMemoryTargetKB is what one held lease may cost the daemon's
+// resident memory: `lockward serve --max-leases` (20,000 by default) then
+// stays within 400 MB.
+const leaseMemoryTargetKB = 20
+
 func manyLeases(ctx context.Context, socket string, pid, count int, hold time.Duration) error {
 	client, err := lockward.Dial(ctx, socket)
 	if err != nil {
@@ -330,8 +335,13 @@ func manyLeases(ctx context.Context, socket string, pid, count int, hold time.Du
 	}
 	fmt.Printf("%d leases from %d streams on one daemon: taken in %v, held %v with their renewals (TTL 6 s): %d lost\n",
 		count, count, took.Round(time.Millisecond), hold, lost)
-	fmt.Printf("daemon RSS: %d MB before, %d MB holding them (%.1f KB a lease)\n",
-		before>>20, after>>20, float64(after-before)/1024/float64(count))
+	perLease := float64(after-before) / 1024 / float64(count)
+	verdict := "within"
+	if perLease > leaseMemoryTargetKB {
+		verdict = "OVER"
+	}
+	fmt.Printf("daemon RSS: %d MB before, %d MB holding them (%.1f KB a lease; %s the target of %d KB)\n",
+		before>>20, after>>20, perLease, verdict, leaseMemoryTargetKB)
 	if lost > 0 {
 		return errors.New("leases were lost while their renewals ran")
 	}

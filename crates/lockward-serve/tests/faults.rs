@@ -108,20 +108,9 @@ async fn ten_thousand_streams_on_one_connection_are_served_and_released() {
         leases.push(lease);
     }
     still_held(&mut holder).await;
-    // The daemon and this client share the process: its RSS bounds the
-    // daemon's.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let rss_kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap();
-    println!(
-        "{} leases on one connection: RSS {} MB",
-        leases.len(),
-        rss_kb / 1024
-    );
-    assert!(rss_kb < 400 * 1024, "RSS {rss_kb} kB");
+    // What a lease costs the daemon is measured on a release build, apart
+    // from its client, by the Go benchmark (docs/benchmarks.md): a debug
+    // build's memory says little.
     drop(leases);
     // Dropped streams are released at once: every name is free again.
     let mut again = Lease::open(

@@ -11,8 +11,10 @@
 //! fit, and lets go of the internal lock. A holder's nodes live with its
 //! session and, like a lock's, are deleted by the store's own timer when
 //! its TTL passes without renewal. Curator's waiters wait while holding the
-//! internal lock; a take that cannot get it within [`INTERNAL_LOCK_WAIT`] is
-//! refused with the count of free permits it then reads.
+//! internal lock (while nothing is free); a take that finds the internal
+//! lock held is refused at once when the permits do not fit, and else waits
+//! for it up to [`INTERNAL_LOCK_WAIT`], then is refused with the count of
+//! free permits it then reads.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,8 +35,11 @@ use crate::lease::LockInfo;
 use crate::name::Name;
 use crate::owner::OwnerId;
 
-/// How long a take waits for the semaphore's internal lock.
-pub(super) const INTERNAL_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// How long a take that may fit waits for the semaphore's internal lock.
+/// Other takes hold it for a few round trips each, so only a holder of it
+/// that is stuck (or Curator's waiter, while nothing is free) makes a take
+/// wait this long; a queue of takes on a loaded machine does not.
+pub(super) const INTERNAL_LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// How many lease nodes one multi-request creates (each is a few hundred
 /// bytes of a request the server caps at 1 MB).
@@ -236,10 +241,22 @@ impl PermitBackend for ZookeeperBackend {
         };
         let mut contender = self.enter_at(locks.clone(), &internal).await?;
         let until = Instant::now() + INTERNAL_LOCK_WAIT;
+        let mut looked = false;
         loop {
             match self.predecessor(&contender).await? {
                 Ok(None) => break,
                 Ok(Some(before)) => {
+                    // Someone has the internal lock: a take that cannot fit
+                    // is refused now rather than after the wait (a refusal
+                    // needs no lock).
+                    if !looked {
+                        looked = true;
+                        let held = self.leases_held(&leases).await?;
+                        if held + u64::from(take) > u64::from(of) {
+                            let free = u64::from(of).saturating_sub(held);
+                            return Err(no_permits(req.name.as_str(), take, free, of));
+                        }
+                    }
                     if !self.wait_for(&locks, &before, Some(until)).await? {
                         // Held by a waiter (Curator's wait holding it): say
                         // what is free now.

@@ -147,14 +147,16 @@ pub async fn session_lock_outlives_its_ttl(f: &dyn Fixture) {
 pub async fn extend_keeps(f: &dyn Fixture) {
     let store = f.store().await;
     let name = unique("extend");
-    let guard = store.try_acquire(&name, &short(300)).await.unwrap();
+    // Each extension comes half a lease after the one before: a loaded
+    // machine that is late by most of a second still extends in time.
+    let guard = store.try_acquire(&name, &short(1_600)).await.unwrap();
     for _ in 0..3 {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        tokio::time::sleep(Duration::from_millis(800)).await;
         guard.extend(None).await.expect("extend");
     }
-    // 450 ms after a 300 ms lease was taken, it is still held.
+    // 2.4 s after a 1.6 s lease was taken, it is still held.
     assert!(matches!(
-        store.try_acquire(&name, &short(300)).await,
+        store.try_acquire(&name, &short(1_600)).await,
         Err(Error::Busy { .. })
     ));
     assert!(!guard.is_lost());
@@ -261,7 +263,9 @@ pub async fn cancelled_wait_leaves_nothing(f: &dyn Fixture) {
     let next = f
         .store()
         .await
-        .acquire(&name, &short(10_000).wait(Duration::from_millis(500)))
+        // A ghost would hold for its 10 s lease; a loaded machine takes a
+        // free lock well within 3 s.
+        .acquire(&name, &short(10_000).wait(Duration::from_secs(3)))
         .await
         .expect("a cancelled waiter kept the lock");
     next.release().await.unwrap();
@@ -276,12 +280,17 @@ pub async fn with_lock_cancels_work(f: &dyn Fixture) {
     let began = Instant::now();
     let res = store
         .with_lock(&name, &short(150), |_lease| async move {
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            tokio::time::sleep(Duration::from_secs(6)).await;
             done.fetch_add(1, Ordering::SeqCst);
         })
         .await;
     assert!(matches!(res, Err(Error::Lost { .. })), "{res:?}");
-    assert!(began.elapsed() < Duration::from_secs(1));
+    // Cancelled at the lease's deadline, long before the work's end.
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        began.elapsed()
+    );
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(finished.load(Ordering::SeqCst), 0, "work ran on after loss");
     // And the happy path returns the work's output and frees the lock.

@@ -37,6 +37,15 @@ pub trait Fixture: Send + Sync + 'static {
     fn server_ttl_floor(&self) -> Duration {
         Duration::ZERO
     }
+    /// How many sessions the store shows in the line of `name`, held by
+    /// `holder`'s store, or a count that grows by one with each waiter (a
+    /// fixture may count the holder too); `None` where the store shows no
+    /// line. The order checks start a waiter only once the store saw the
+    /// one before it, so a slow start on a loaded machine cannot reorder
+    /// them. By default, the waiters [`Store::inspect`] reports.
+    async fn waiting(&self, holder: &Store, name: &str) -> Option<usize> {
+        holder.inspect(name).await.ok().flatten()?.waiters
+    }
 }
 
 type Run = for<'a> fn(&'a dyn Fixture) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
