@@ -72,7 +72,7 @@ async fn lease_rows_use_the_servers_clock_and_keep_their_fence() {
         .try_acquire("clock", &LockOptions::new())
         .await
         .unwrap();
-    assert_eq!(next.fence(), fence + 1);
+    assert!(next.fence() > fence, "{} after {fence}", next.fence());
     // Names compare byte for byte: no case folding, no trailing-space padding.
     for other in ["Clock", "clock "] {
         let g = store.try_acquire(other, &LockOptions::new()).await.unwrap();

@@ -254,6 +254,22 @@ pub async fn create_tables(db: &Db, t: &str) -> Result<()> {
 }
 
 /// `prefix` as a `LIKE` pattern that matches it literally, then anything.
+/// The next fence after the row's `fence` column, in SQL: `max(fence + 1,
+/// the server's UTC clock in µs)`; `NEXT_FENCE_OF_NEW` for a row being
+/// inserted. The row alone is not enough: one that came back older than
+/// the fences already granted (a replica promoted before it had the last
+/// commits, a restore from a backup) would hand out those fences again;
+/// the clock is ahead of them as long as the server's clock is not behind
+/// the lost one's by more than the time from the last lost grant to this
+/// one. Plain UTC arithmetic, so neither the session's time zone nor a
+/// daylight-saving change moves it. Below 2^53 for centuries.
+pub(super) const NEXT_FENCE: &str =
+    "GREATEST(fence + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))";
+
+/// [`NEXT_FENCE`] for a name that has no row yet.
+pub(super) const NEXT_FENCE_OF_NEW: &str =
+    "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+
 pub(super) fn like_prefix(prefix: &str) -> Vec<u8> {
     let mut pattern = Vec::with_capacity(prefix.len() + 1);
     for b in prefix.bytes() {

@@ -5,7 +5,7 @@
 //! `INSERT … ON DUPLICATE KEY UPDATE col = IF(expires_at <= UTC_TIMESTAMP(6), new, col)`.
 //! Why it is correct under InnoDB's locking:
 //!
-//! - The insert of a name that has no row takes it (fence 1). Two inserts
+//! - The insert of a name that has no row takes it. Two inserts
 //!   of one new name serialise on the primary key: the second waits for
 //!   the first to commit, meets the duplicate, and runs the update on the
 //!   row as the first committed it.
@@ -31,10 +31,12 @@
 //!   (never late), and the new expiry counts from no earlier than when the
 //!   client sent it, so the client's local deadline is never past it.
 //!   UTC, so no daylight-saving jump moves it.
-//! - The fence grows in the row (`LAST_INSERT_ID(fence + 1)`, which the
-//!   server returns with the count of changed rows: 1 inserted, 2 taken
-//!   over, 0 held). The row outlives release and expiry, so a name's
-//!   fences only grow, and InnoDB keeps them across a restart.
+//! - The fence grows in the row (`LAST_INSERT_ID(max(fence + 1, clock))`,
+//!   see [`NEXT_FENCE`](super::core::NEXT_FENCE), which the server returns
+//!   with the count of changed rows: 1 inserted, 2 taken over, 0 held). The
+//!   row outlives release and expiry, so a name's fences only grow, InnoDB
+//!   keeps them across a restart, and the clock keeps them growing when a
+//!   replica or a backup brings back an older row.
 //!
 //! Release and extend are owner-checked updates of the live row. Waiters
 //! take turns through a baton the server hands on (see `baton.rs`).
@@ -88,13 +90,14 @@ impl Sql {
         let took = format!("owner = VALUES(owner) AND expires_at <= {now}");
         let left = format!("TIMESTAMPDIFF(MICROSECOND, {now}, expires_at)");
         let columns = format!("name, owner, holder, fence, {left}");
+        let (first, next) = (core::NEXT_FENCE_OF_NEW, core::NEXT_FENCE);
         Sql {
             acquire: format!(
                 "INSERT INTO {t} (name, owner, holder, fence, expires_at)
-                 VALUES (?, ?, ?, LAST_INSERT_ID(1), {now} + INTERVAL ? MICROSECOND)
+                 VALUES (?, ?, ?, LAST_INSERT_ID({first}), {now} + INTERVAL ? MICROSECOND)
                  ON DUPLICATE KEY UPDATE
                      owner = IF({ours}, VALUES(owner), owner),
-                     fence = IF({took}, LAST_INSERT_ID(fence + 1), fence),
+                     fence = IF({took}, LAST_INSERT_ID({next}), fence),
                      holder = IF({took}, VALUES(holder), holder),
                      session = IF({took}, IF(IS_USED_LOCK({key}) = CONNECTION_ID(), CONNECTION_ID(), NULL), session),
                      expires_at = IF({took}, VALUES(expires_at), expires_at)"
@@ -211,9 +214,17 @@ impl TryRow for MysqlBackend {
                 }
             }
         };
+        // Inserted (1) or taken over (2): the server returns the fence the
+        // statement gave `LAST_INSERT_ID(…)`.
         match (changed.rows, changed.last_insert_id) {
-            (1, _) => return Ok(Attempt::Granted { fence: 1 }),
-            (2, Some(fence)) => return Ok(Attempt::Granted { fence }),
+            (1 | 2, Some(fence)) if fence > 0 => return Ok(Attempt::Granted { fence }),
+            (1 | 2, _) => {
+                return Err(crate::error::Error::Protocol {
+                    address: self.db.address().to_string(),
+                    message: "the server took the lock but did not return its fence".into(),
+                    cause: None,
+                })
+            }
             _ => {}
         }
         let left: Vec<i64> = self

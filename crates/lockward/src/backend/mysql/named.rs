@@ -104,10 +104,11 @@ impl NamedBackend {
     /// the holder; keeps `conn` as the holding session.
     async fn record(&self, req: &Request<'_>, mut conn: Conn) -> Result<u64> {
         let t = &self.table;
+        let (first, next) = (super::core::NEXT_FENCE_OF_NEW, super::core::NEXT_FENCE);
         let sql = format!(
             "INSERT INTO {t} (name, owner, holder, fence, expires_at, session)
-             VALUES (?, ?, ?, LAST_INSERT_ID(1), '9999-12-31', CONNECTION_ID())
-             ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1), owner = VALUES(owner),
+             VALUES (?, ?, ?, LAST_INSERT_ID({first}), '9999-12-31', CONNECTION_ID())
+             ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID({next}), owner = VALUES(owner),
                  holder = VALUES(holder), expires_at = VALUES(expires_at), session = VALUES(session)"
         );
         let params = Params::Positional(vec![
@@ -120,10 +121,9 @@ impl NamedBackend {
             drop(conn);
             return Err(self.error(&e));
         }
-        let fence = match (conn.affected_rows(), conn.last_insert_id()) {
-            (1, _) => 1,
-            (_, Some(fence)) => fence,
-            (_, None) => {
+        let fence = match conn.last_insert_id() {
+            Some(fence) if fence > 0 => fence,
+            _ => {
                 return Err(Error::Protocol {
                     address: self.db.address().to_string(),
                     message: "the fence was not returned".into(),

@@ -4,8 +4,11 @@
 //! keyed by `hashtextextended('<table>:<name>', 0)`. The server releases it
 //! when that connection drops, as ZooKeeper drops an ephemeral node: a
 //! crashed holder frees its lock at once, with no TTL to wait out. The
-//! fence comes from the lease mode's sequence, drawn in the same statement
-//! after the lock is granted. Waiting is the server's own lock queue
+//! fence is drawn in the same statement after the lock is granted: the
+//! largest of the row's last + 1, the table's sequence and the server's
+//! clock in µs, so a standby or a backup that brought back older rows does
+//! not hand out their fences again (readers granted in one microsecond may
+//! share one: they hold together). Waiting is the server's own lock queue
 //! (`pg_advisory_lock`, bounded by `statement_timeout`): nothing polls.
 //! Renewal is a round trip on the holding connection; when it fails, the
 //! session (and the lock with it) is gone, and `lost()` fires. A row per
@@ -98,6 +101,7 @@ impl AdvisoryBackend {
     /// row when a try found the lock held.
     fn take_sql(&self, wait: bool, shared: bool) -> String {
         let t = &self.table;
+        let clock = core::CLOCK_FENCE;
         let mode = shared_suffix(shared);
         let lock = if wait {
             // The subquery in FROM runs first: the fence is drawn once held.
@@ -106,11 +110,11 @@ impl AdvisoryBackend {
             format!("WHERE pg_try_advisory_lock{mode}(hashtextextended($1, 0))")
         };
         format!(
-            "WITH got AS (SELECT nextval('{t}_fence') AS fence {lock})
-             INSERT INTO {t} (name, owner, holder, fence, expires_at, pid)
+            "WITH got AS (SELECT greatest(nextval('{t}_fence'), {clock}) AS fence {lock})
+             INSERT INTO {t} AS l (name, owner, holder, fence, expires_at, pid)
              SELECT $2, $3, $4, fence, 'infinity', pg_backend_pid() FROM got
              ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
-                 fence = excluded.fence, expires_at = excluded.expires_at, pid = excluded.pid
+                 fence = greatest(l.fence + 1, excluded.fence), expires_at = excluded.expires_at, pid = excluded.pid
              RETURNING fence"
         )
     }

@@ -1,6 +1,6 @@
 //! Lease mode's statements, for one table, and why each is safe.
 
-use super::baton;
+use super::{baton, core};
 
 /// The statements of lease mode, for one table.
 pub(super) struct Sql {
@@ -26,16 +26,19 @@ impl Sql {
         // Granted when the row is free or expired and the name's baton is
         // free or this session's (see [`baton`]): a free row goes to the
         // waiter whose turn it is. Concurrent grants serialise on the row
-        // (ON CONFLICT, which judges the row's latest version). Returns the
-        // fence, and how long after the statement's start the row was
-        // taken (the server's wait for the baton, when it waited).
+        // (ON CONFLICT, which judges the row's latest version). The fence
+        // is the row's last + 1 or the server's clock, whichever is larger
+        // (see [`core::CLOCK_FENCE`]). Returns the fence, and how long after the
+        // statement's start the row was taken (the server's wait for the
+        // baton, when it waited).
+        let clock = core::CLOCK_FENCE;
         let take = |source: &str| {
             format!(
                 "INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
-                 SELECT $1, $2, $3, nextval('{t}_fence'), clock_timestamp() + $4::bigint * interval '1 millisecond'
+                 SELECT $1, $2, $3, {clock}, clock_timestamp() + $4::bigint * interval '1 millisecond'
                  {source}
                  ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, holder = excluded.holder,
-                     fence = nextval('{t}_fence'), expires_at = excluded.expires_at, pid = NULL
+                     fence = greatest(l.fence + 1, excluded.fence), expires_at = excluded.expires_at, pid = NULL
                  WHERE l.expires_at <= clock_timestamp()
                  RETURNING fence,
                      (extract(epoch FROM expires_at - statement_timestamp()) * 1000000)::bigint

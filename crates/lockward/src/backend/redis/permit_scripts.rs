@@ -3,12 +3,15 @@
 
 use redis::Script;
 
-/// The server's clock, and `drop_lapsed(limit)`: drops up to `limit`
+use super::scripts::NEXT_FENCE;
+
+/// The server's clock (`now_ms`, `now_us`), and `drop_lapsed(limit)`: drops up to `limit`
 /// holders whose lease ran out, gives their permits back, and returns how
 /// many it dropped. KEYS: holders, permits, taken.
 const LAPSED: &str = r#"
 local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local now_us = string.format('%.0f', tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
 local function drop_lapsed(limit)
   local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now_ms), 'LIMIT', 0, limit)
   if #lapsed == 0 then return 0 end
@@ -24,14 +27,14 @@ end
 local function taken() return tonumber(redis.call('GET', KEYS[3]) or '0') end
 "#;
 
-/// After [`LAPSED`]. KEYS: holders, permits, taken, fence. ARGV: owner,
-/// permits of the semaphore, permits to take, ttl ms.
+/// After [`LAPSED`] and [`NEXT_FENCE`]. KEYS: holders, permits, taken,
+/// fence. ARGV: owner, permits of the semaphore, permits to take, ttl ms.
 ///
 /// Returns `{1, fence}` when taken (or already held by the owner: a
 /// retried call), `{0, free}` when the permits do not fit, `{-1, 0}` when
 /// the keys hold something lockward did not write, `{-3, 0}` when the
-/// fence counter is not a number. The fence is minted as a lock's is
-/// (`max(counter + 1, server TIME in µs)`, see [`ACQUIRE`](super::scripts::ACQUIRE)).
+/// fence counter is not a number. The fence is minted as a lock's is, by
+/// [`NEXT_FENCE`].
 const TAKE: &str = r#"
 local kinds = {'zset', 'hash', 'string'}
 for i = 1, 3 do
@@ -47,12 +50,8 @@ if taken() + take > of then
   local free = of - taken()
   if take > free then return {0, math.max(free, 0)} end
 end
-local fence = redis.pcall('INCR', KEYS[4])
-if type(fence) == 'table' then return {-3, 0} end
-if fence == 1 then
-  fence = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-  redis.call('SET', KEYS[4], string.format('%.0f', fence))
-end
+local fence = next_fence(KEYS[4])
+if not fence then return {-3, 0} end
 redis.call('ZADD', KEYS[1], string.format('%.0f', now_ms + tonumber(ARGV[4])), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3] .. ' ' .. string.format('%.0f', fence))
 redis.call('INCRBY', KEYS[3], take)
@@ -116,7 +115,7 @@ pub(crate) struct PermitScripts {
 impl PermitScripts {
     pub(crate) fn new() -> Self {
         PermitScripts {
-            take: Script::new(&format!("{LAPSED}{TAKE}")),
+            take: Script::new(&format!("{LAPSED}{NEXT_FENCE}{TAKE}")),
             extend: Script::new(&format!("{LAPSED}{EXTEND}")),
             release: Script::new(&format!("{LAPSED}{RELEASE}")),
             held: Script::new(&format!("{LAPSED}{HELD}")),

@@ -3,11 +3,12 @@
 
 use redis::Script;
 
-use super::scripts::{LINE, RELEASE_HOLDER};
+use super::scripts::{LINE, NEXT_FENCE, RELEASE_HOLDER};
 
-/// After [`LINE`]. KEYS: lock, fence, holder, queue, places, channel,
-/// readers. ARGV: owner, ttl ms, label (unused), place ms ('0': try
-/// without joining the line). Replies as `ACQUIRE` does.
+/// After [`LINE`] and [`NEXT_FENCE`]. KEYS: lock, fence, holder, queue,
+/// places, channel, readers. ARGV: owner, ttl ms, label (unused), place ms
+/// ('0': try without joining the line). Replies as `ACQUIRE` does; a
+/// reader's fence is drawn from the lock's counter as a writer's is.
 const READ: &str = r#"
 local first = first_in_line(KEYS[4], KEYS[5])
 if first == nil then return {-4, 0} end
@@ -21,12 +22,8 @@ end
 local writer = redis.call('TYPE', KEYS[1]).ok
 if writer ~= 'none' and writer ~= 'string' then return {-1, writer} end
 if writer == 'none' and (not first or first == ARGV[1]) then
-  local fence = redis.pcall('INCR', KEYS[2])
-  if type(fence) == 'table' then return {-3, 0} end
-  if fence == 1 then
-    fence = tonumber(now_us)
-    redis.call('SET', KEYS[2], now_us)
-  end
+  local fence = next_fence(KEYS[2])
+  if not fence then return {-3, 0} end
   local expiry = now_ms + tonumber(ARGV[2])
   redis.call('ZADD', KEYS[7], string.format('%.0f', expiry), ARGV[1])
   local last = redis.call('ZRANGE', KEYS[7], -1, -1, 'WITHSCORES')
@@ -117,7 +114,7 @@ impl ReaderScripts {
         // key is not the owner's.
         let writer = RELEASE_HOLDER;
         ReaderScripts {
-            read: Script::new(&format!("{LINE}{READ}")),
+            read: Script::new(&format!("{LINE}{NEXT_FENCE}{READ}")),
             extend: Script::new(EXTEND),
             release: Script::new(&format!("{LINE}{writer}{RELEASE_READER}")),
             list: Script::new(LIST),

@@ -52,9 +52,38 @@ local function leave_line(queue, places, owner)
 end
 "#;
 
-/// After [`LINE`]. KEYS: lock, fence, holder, queue, places, channel,
-/// readers. ARGV: owner, ttl ms, label ('' for none), place ms ('0': try
-/// without joining the line).
+/// `next_fence(counter)`, for the scripts that grant (after the clock
+/// `now_us`, µs, which [`LINE`] and the semaphore's scripts read): the
+/// grant's fence is `max(counter + 1, now_us)`, and the counter keeps it.
+/// The counter alone is not enough: one that came back older than the last
+/// fence granted (a replica promoted before it had the last grants, a
+/// restart from a snapshot or an AOF that lost its last second) would hand
+/// out those fences again, so the clock is taken on every grant, not only
+/// when the counter is missing. It is ahead of every fence granted before
+/// the loss as long as the server's clock is not behind the lost one's by
+/// more than the time from the last lost grant to this one (and a name is
+/// granted less than once a microsecond). Returns `nil` when the counter
+/// holds something that is not a number. Lua numbers are doubles:
+/// microseconds since 1970 stay below 2^53 for centuries, so the
+/// arithmetic is exact, and so is the fence in JSON and JavaScript.
+pub const NEXT_FENCE: &str = r#"
+local function next_fence(counter)
+  local stored = redis.pcall('GET', counter)
+  if type(stored) == 'table' then return nil end
+  local last = 0
+  if stored then
+    last = tonumber(stored)
+    if not last then return nil end
+  end
+  local fence = math.max(last + 1, tonumber(now_us))
+  redis.call('SET', counter, string.format('%.0f', fence))
+  return fence
+end
+"#;
+
+/// After [`LINE`] and [`NEXT_FENCE`]. KEYS: lock, fence, holder, queue,
+/// places, channel, readers. ARGV: owner, ttl ms, label ('' for none),
+/// place ms ('0': try without joining the line).
 ///
 /// Grants the lock when it is free, nobody reads it (see `readers.rs`) and
 /// nobody queues ahead of the owner;
@@ -71,31 +100,19 @@ end
 /// read, `ms` is when the last one's lease ends (the last to leave tells
 /// the first in line).
 ///
-/// The fence is `max(counter + 1, server TIME in µs)`, computed cheaply: the
-/// counter never expires, so while it exists it already exceeds every TIME
-/// it was seeded with plus one per grant, and `INCR` is the maximum; only
-/// when it is missing (a new name, or a restart without persistence that
-/// lost it) is it seeded from TIME, which then exceeds every token issued
-/// before (fewer than one grant per microsecond) unless the server's clock
-/// went backwards meanwhile. Lua numbers are doubles; microseconds since
-/// 1970 stay below 2^53 for centuries, so the arithmetic is exact.
-///
-/// When the lock is free and nobody queues (the uncontended path), this
-/// costs `SET` and `INCR` plus two `TYPE` lookups on the server.
+/// The fence comes from [`NEXT_FENCE`]. When the lock is free and nobody
+/// queues (the uncontended path), this costs `SET`, `GET` and `SET` plus
+/// two `TYPE` lookups on the server.
 pub const ACQUIRE: &str = r#"
 local first = first_in_line(KEYS[4], KEYS[5])
 if first == nil then return {-4, 0} end
 local readers, last_read = live_readers(KEYS[7])
 if readers < 0 then return {-4, 0} end
 if (not first or first == ARGV[1]) and readers == 0 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local fence = redis.pcall('INCR', KEYS[2])
-  if type(fence) == 'table' then
+  local fence = next_fence(KEYS[2])
+  if not fence then
     redis.call('DEL', KEYS[1])
     return {-3, 0}
-  end
-  if fence == 1 then
-    fence = tonumber(now_us)
-    redis.call('SET', KEYS[2], now_us)
   end
   if first then leave_line(KEYS[4], KEYS[5], ARGV[1]) end
   if ARGV[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) end
@@ -211,7 +228,7 @@ pub(crate) struct Scripts {
 impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
-            acquire: Script::new(&format!("{LINE}{ACQUIRE}")),
+            acquire: Script::new(&format!("{LINE}{NEXT_FENCE}{ACQUIRE}")),
             hold_back: Script::new(HOLD_BACK),
             inspect: Script::new(INSPECT),
             leave: Script::new(&format!("{LINE}{LEAVE}")),

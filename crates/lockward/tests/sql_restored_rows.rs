@@ -1,0 +1,78 @@
+//! Fences never go back when a PostgreSQL or MySQL store brings back rows
+//! older than the fences it granted (a standby promoted before it had the
+//! last commits, a restore from last night's backup): the lock rows and
+//! the fence sequence are set back to what they were three grants ago, as
+//! such a server has them, and the next grant must still exceed every
+//! fence granted before.
+
+use lockward::{LockOptions, Store};
+use lockward_testkit::{MariadbServer, PostgresServer};
+
+/// Takes and releases `name` three times; the fences.
+async fn three_grants(store: &Store, name: &str) -> Vec<u64> {
+    let mut fences = Vec::new();
+    for _ in 0..3 {
+        let guard = store.try_acquire(name, &LockOptions::new()).await.unwrap();
+        fences.push(guard.fence());
+        guard.release().await.unwrap();
+    }
+    assert!(fences.windows(2).all(|w| w[1] > w[0]), "{fences:?}");
+    fences
+}
+
+async fn next_fence(store: &Store, name: &str) -> u64 {
+    let guard = store.try_acquire(name, &LockOptions::new()).await.unwrap();
+    let fence = guard.fence();
+    guard.release().await.unwrap();
+    fence
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_lease_and_advisory_fences_pass_rows_brought_back_older() {
+    let server = PostgresServer::start();
+    for (url, table) in [
+        (server.url(), "lockward_locks"),
+        (
+            format!("{}?mode=advisory", server.url()),
+            "lockward_advisory",
+        ),
+    ] {
+        let store = Store::open(&url).await.unwrap();
+        let fences = three_grants(&store, "restored").await;
+        // The row and the sequence as a server that lost the last three
+        // grants has them.
+        let older = fences[0] - 1;
+        server.psql(&format!(
+            "UPDATE {table} SET fence = {older} WHERE name = 'restored';
+             SELECT setval('{table}_fence', greatest({older}, 1));"
+        ));
+        let after = next_fence(&store, "restored").await;
+        assert!(
+            after > fences[2],
+            "{table}: fence {after} after a restore, while {} was granted",
+            fences[2]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_lease_and_named_fences_pass_rows_brought_back_older() {
+    let server = MariadbServer::start();
+    for (url, table) in [
+        (server.url(), "lockward_locks"),
+        (format!("{}?mode=named", server.url()), "lockward_named"),
+    ] {
+        let store = Store::open(&url).await.unwrap();
+        let fences = three_grants(&store, "restored").await;
+        let older = fences[0] - 1;
+        server.sql(&format!(
+            "UPDATE lockward.{table} SET fence = {older} WHERE name = 'restored'"
+        ));
+        let after = next_fence(&store, "restored").await;
+        assert!(
+            after > fences[2],
+            "{table}: fence {after} after a restore, while {} was granted",
+            fences[2]
+        );
+    }
+}
