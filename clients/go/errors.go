@@ -55,8 +55,19 @@ var (
 	// ErrDenied: the store refused the daemon's credentials or
 	// permissions; retrying does not help until they are changed.
 	ErrDenied = &Error{Kind: "Denied"}
+	// ErrContended: a compare-and-set met a conflicting write on every
+	// one of its tries (an optimistic update, a rate limit); retry later.
+	ErrContended = &Error{Kind: "Contended"}
+	// ErrProtocol: the store answered something lockward did not expect
+	// (keys it did not write, a server it does not speak to).
+	ErrProtocol = &Error{Kind: "Protocol"}
+	// ErrStale: a fenced resource refused a write whose fence is older
+	// than one it already accepted.
+	ErrStale = &Error{Kind: "Stale"}
 	// ErrNotSupported: the store cannot do what was asked.
 	ErrNotSupported = &Error{Kind: "NotSupported"}
+	// ErrNotBuilt: the daemon was built without the store the URL names.
+	ErrNotBuilt = &Error{Kind: "NotBuilt"}
 	// ErrUnauthenticated: the daemon requires a token (WithToken) and the
 	// call carried none, or another.
 	ErrUnauthenticated = &Error{Kind: "Unauthenticated"}

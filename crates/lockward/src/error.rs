@@ -167,6 +167,26 @@ impl Error {
         }
     }
 
+    /// Every kind of error, in the enum's order: what [`kind`](Self::kind)
+    /// returns. The daemon sends these, and the Go and Python clients have
+    /// one error (sentinel, class) for each; their tests check them
+    /// against this list.
+    pub const KINDS: [&'static str; 13] = [
+        "Busy",
+        "NoPermits",
+        "TimedOut",
+        "Lost",
+        "NotOwner",
+        "InvalidArgument",
+        "Contended",
+        "Unavailable",
+        "Denied",
+        "Protocol",
+        "Stale",
+        "NotSupported",
+        "NotBuilt",
+    ];
+
     /// The variant's name (`"Busy"`, `"TimedOut"`, …): how the daemon's
     /// API and the bindings for other languages name the kind of error.
     ///
@@ -276,5 +296,40 @@ mod tests {
             cause.source().map(|c| c.to_string()).as_deref(),
             Some("refused")
         );
+    }
+
+    /// The kinds `kind()` returns, read from its match (which the compiler
+    /// keeps exhaustive), in order.
+    fn kinds_in_the_match() -> Vec<&'static str> {
+        let source = include_str!("error.rs");
+        let body = source
+            .split("pub fn kind(&self)")
+            .nth(1)
+            .and_then(|rest| rest.split("\n    }\n").next())
+            .expect("kind()'s body");
+        body.lines()
+            .filter_map(|l| l.split("=> \"").nth(1))
+            .filter_map(|l| l.split('"').next())
+            .collect()
+    }
+
+    #[test]
+    fn the_list_of_kinds_is_every_kind_in_order() {
+        assert_eq!(kinds_in_the_match(), Error::KINDS);
+    }
+
+    #[test]
+    fn the_readme_names_every_kind() {
+        let readme = include_str!("../../../README.md");
+        let list = readme
+            .split("Errors are one enum (")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .expect("the README's list of error kinds");
+        let named: Vec<&str> = list
+            .split(',')
+            .map(|k| k.trim().trim_matches('`'))
+            .collect();
+        assert_eq!(named, Error::KINDS);
     }
 }

@@ -206,4 +206,50 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_readmes_store_table_says_which_stores_are_fifo_as_they_declare() {
+        let readme = include_str!("../../../../README.md");
+        let table = readme
+            .split("| URL | backend | waiting | FIFO |")
+            .nth(1)
+            .expect("the README's store table");
+        let mut rows = 0;
+        for row in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+            rows += 1;
+            let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+            let shown = cells[0];
+            let scheme = shown
+                .trim_start_matches('`')
+                .split("://")
+                .next()
+                .expect("a scheme");
+            // A URL of the row's store that parses: the README shows the
+            // form, with placeholders.
+            let base = match scheme {
+                "memory" => "memory://".to_string(),
+                "sqlite" => "sqlite://locks.db".to_string(),
+                "redlock" => "redlock://a:1,b:1,c:1".to_string(),
+                "postgres" | "mysql" => format!("{scheme}://u@h/db"),
+                "k8s" => "k8s://".to_string(),
+                "redis" | "rediss" | "redis+cluster" | "etcd" | "zk" => format!("{scheme}://h:1"),
+                other => panic!("a row for {other}:// that this test does not know"),
+            };
+            let url = match shown.split("?mode=").nth(1) {
+                Some(mode) => format!("{base}?mode={}", mode.trim_end_matches('`')),
+                None => base,
+            };
+            let url = StoreUrl::parse(&url).expect(&url);
+            let Some(declared) = declared(&url) else {
+                continue;
+            };
+            let fifo = match cells[3] {
+                "yes" => true,
+                "no" => false,
+                other => panic!("{shown}: FIFO is {other:?}, not yes or no"),
+            };
+            assert_eq!(fifo, declared.fifo, "{shown}: FIFO");
+        }
+        assert!(rows >= 13, "only {rows} rows in the README's store table");
+    }
 }
