@@ -18,6 +18,7 @@ mod process;
 pub mod prometheus;
 pub mod redis;
 mod scratch;
+pub mod sentinel;
 pub mod zookeeper;
 
 pub use etcd::EtcdCluster;
@@ -29,6 +30,7 @@ pub use process::{descendants, ServerProcess};
 pub use prometheus::PrometheusServer;
 pub use redis::{RedisCluster, RedisMasters, RedisOptions, RedisServer};
 pub use scratch::data_dir;
+pub use sentinel::RedisSentinels;
 pub use zookeeper::ZookeeperEnsemble;
 
 /// The script that installs every server binary the tests use.

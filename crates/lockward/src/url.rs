@@ -9,6 +9,7 @@
 //! | `sqlite://PATH` (empty: `./.lockward/locks.db`) | processes of one host |
 //! | `redis://[user:pass@]host:port[/db][?prefix=…]`, `rediss://` | one Redis |
 //! | `redis+cluster://[user:pass@]h1:port,h2:port,…[?prefix=…]`, `rediss+cluster://` | a Redis Cluster |
+//! | `redis+sentinel://[user:pass@]s1:26379,s2:26379/PRIMARY[/db][?prefix=…&sentinel_password=…]`, `rediss+sentinel://` | the primary Redis Sentinel names |
 //! | `redlock://[user:pass@]h1:port,h2:port,h3:port[?prefix=…]` | N independent Redis masters |
 //! | `etcd://[user:pass@]h1:2379,h2:2379[?prefix=…]`, `etcds://…?ca=PATH` | an etcd v3 cluster |
 //! | `zk://[user:pass@]h1:2181,h2:2181[/chroot][?session_timeout=30s]`, `zks://…?ca=PATH` | a ZooKeeper ensemble |
@@ -46,6 +47,8 @@ pub(crate) const SCHEMES: &[&str] = &[
     "rediss",
     "redis+cluster",
     "rediss+cluster",
+    "redis+sentinel",
+    "rediss+sentinel",
     "redlock",
     "etcd",
     "etcds",
@@ -77,7 +80,8 @@ pub enum StoreUrl {
         /// The database file.
         path: PathBuf,
     },
-    /// `redis://` or `rediss://`: one Redis server.
+    /// `redis://` or `rediss://`: one Redis server; `redis+cluster://`: a
+    /// cluster; `redis+sentinel://`: the primary that Sentinel names.
     Redis(RedisUrl),
     /// `redlock://`: N independent Redis masters, majority quorum.
     Redlock(RedlockUrl),
@@ -120,9 +124,8 @@ impl StoreUrl {
             "sqlite" => Ok(StoreUrl::Sqlite {
                 path: crate::backend::sqlite::url::parse(&parts)?,
             }),
-            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
-                RedisUrl::parse(&parts).map(StoreUrl::Redis)
-            }
+            "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel"
+            | "rediss+sentinel" => RedisUrl::parse(&parts).map(StoreUrl::Redis),
             "redlock" => RedlockUrl::parse(&parts).map(StoreUrl::Redlock),
             "etcd" | "etcds" => EtcdUrl::parse(&parts).map(StoreUrl::Etcd),
             "zk" | "zks" => ZookeeperUrl::parse(&parts).map(StoreUrl::Zookeeper),

@@ -190,6 +190,7 @@ mod tests {
         const ALIASES: &[&str] = &[
             "rediss",
             "rediss+cluster",
+            "rediss+sentinel",
             "etcds",
             "zks",
             "postgresql",
@@ -233,6 +234,7 @@ mod tests {
                 "postgres" | "mysql" => format!("{scheme}://u@h/db"),
                 "k8s" => "k8s://".to_string(),
                 "redis" | "rediss" | "redis+cluster" | "etcd" | "zk" => format!("{scheme}://h:1"),
+                "redis+sentinel" => "redis+sentinel://h:1/primary".to_string(),
                 other => panic!("a row for {other}:// that this test does not know"),
             };
             let url = match shown.split("?mode=").nth(1) {
@@ -250,6 +252,6 @@ mod tests {
             };
             assert_eq!(fifo, declared.fifo, "{shown}: FIFO");
         }
-        assert!(rows >= 13, "only {rows} rows in the README's store table");
+        assert!(rows >= 14, "only {rows} rows in the README's store table");
     }
 }

@@ -45,6 +45,48 @@ fn redis_parts_and_redaction() {
 }
 
 #[test]
+fn sentinels_and_the_primary_they_name() {
+    let url = StoreUrl::parse(
+        "redis+sentinel://app:pw@s1,s2:26380/pay-primary/2?prefix=p:&sentinel_user=watch&sentinel_password=s3cret",
+    )
+    .unwrap();
+    let StoreUrl::Redis(r) = &url else {
+        panic!("not redis: {url:?}")
+    };
+    let sentinel = r.sentinel.as_ref().expect("sentinels");
+    assert_eq!(sentinel.primary, "pay-primary");
+    assert_eq!(sentinel.user.as_deref(), Some("watch"));
+    assert_eq!(
+        sentinel.password.as_ref().map(|p| p.expose()),
+        Some("s3cret")
+    );
+    assert_eq!((r.endpoints[0].port, r.endpoints[1].port), (26379, 26380));
+    assert_eq!(
+        (r.db, r.cluster, r.user.as_deref()),
+        (2, false, Some("app"))
+    );
+    assert_eq!(
+        url.to_string(),
+        "redis+sentinel://app:***@s1:26379,s2:26380/pay-primary/2?prefix=p:&sentinel_user=watch&sentinel_password=***"
+    );
+    assert_eq!(
+        StoreUrl::parse("rediss+sentinel://s1/p?ca=/x/ca.pem")
+            .unwrap()
+            .scheme(),
+        "rediss+sentinel"
+    );
+    for bad in [
+        "redis+sentinel://s1",
+        "redis+sentinel://s1/",
+        "redis+sentinel://s1/p/x",
+        "redis+sentinel://s1/p?ca=/x",
+        "redis://h?sentinel_password=x",
+    ] {
+        assert!(StoreUrl::parse(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
 fn cluster_seeds() {
     let url = StoreUrl::parse("redis+cluster://a:1,b:2,c?prefix=x:").unwrap();
     let StoreUrl::Redis(r) = &url else {

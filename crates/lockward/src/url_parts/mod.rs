@@ -13,6 +13,11 @@ use crate::error::{Error, Result};
 pub struct Secret(String);
 
 impl Secret {
+    /// A credential read from elsewhere in a URL (a query parameter).
+    pub(crate) fn new(value: &str) -> Secret {
+        Secret(value.to_string())
+    }
+
     /// The credential itself, for handing to a client library.
     pub fn expose(&self) -> &str {
         &self.0

@@ -20,6 +20,8 @@ mod redis;
 #[cfg(feature = "redis")]
 mod redis_cluster;
 #[cfg(feature = "redis")]
+mod redis_sentinel;
+#[cfg(feature = "redis")]
 mod redlock;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -45,6 +47,8 @@ fn main() {
     redis::register(&mut trials);
     #[cfg(feature = "redis")]
     redis_cluster::register(&mut trials);
+    #[cfg(feature = "redis")]
+    redis_sentinel::register(&mut trials);
     #[cfg(feature = "redis")]
     redlock::register(&mut trials);
     #[cfg(feature = "sqlite")]

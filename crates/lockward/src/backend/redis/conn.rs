@@ -12,6 +12,7 @@ use redis::{
     RedisFuture, RedisResult, Value,
 };
 
+use super::sentinel::{Followed, SentinelConn};
 use super::url::RedisUrl;
 use crate::error::{Cause, Error};
 
@@ -27,6 +28,8 @@ pub enum Conn {
     Single(ConnectionManager),
     /// A cluster; commands go to the node owning their key's slot.
     Cluster(ClusterConnection),
+    /// The primary Sentinel names, followed across failovers.
+    Sentinel(Followed),
 }
 
 impl Conn {
@@ -75,6 +78,16 @@ impl Conn {
             let client = builder.build()?;
             return Ok(Conn::Cluster(client.get_async_connection().await?));
         }
+        let managed = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_number_of_retries(2)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_secs(1));
+        if url.sentinel.is_some() {
+            let conn = SentinelConn::connect(url, managed, push).await?;
+            return Ok(Conn::Sentinel(Followed(conn)));
+        }
         let endpoint = &url.endpoints[0];
         let mut settings = RedisConnectionInfo::default()
             .set_db(i64::from(url.db))
@@ -96,12 +109,7 @@ impl Conn {
             ConnectionAddr::Tcp(endpoint.host.clone(), endpoint.port)
         };
         let info = addr.into_connection_info()?.set_redis_settings(settings);
-        let mut config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            .set_number_of_retries(2)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_secs(1));
+        let mut config = managed;
         if let Some(push) = push {
             config = config
                 .set_push_sender(PushBox(push))
@@ -131,6 +139,7 @@ impl Conn {
         match self {
             Conn::Single(c) => c.subscribe(channel).await,
             Conn::Cluster(c) => c.subscribe(channel).await,
+            Conn::Sentinel(c) => c.0.subscribe(channel).await,
         }
     }
 
@@ -142,6 +151,7 @@ impl Conn {
         match self {
             Conn::Single(c) => c.unsubscribe(channel).await,
             Conn::Cluster(c) => c.unsubscribe(channel).await,
+            Conn::Sentinel(c) => c.0.unsubscribe(channel).await,
         }
     }
 }
@@ -151,6 +161,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -163,6 +174,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -170,12 +182,13 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
         }
     }
 }
 
 #[cfg(feature = "redis-tls")]
-mod tls {
+pub(super) mod tls {
     use redis::{ClientTlsConfig, RedisResult, TlsCertificates};
 
     use super::super::url::RedisUrl;
@@ -226,6 +239,7 @@ pub async fn scan_all(conn: &Conn, pattern: &str) -> RedisResult<Vec<String>> {
     let mut keys = Vec::new();
     match conn {
         Conn::Single(c) => scan_node(&mut c.clone(), None, pattern, &mut keys).await?,
+        Conn::Sentinel(c) => scan_node(&mut c.0.manager(), None, pattern, &mut keys).await?,
         Conn::Cluster(c) => {
             let mut c = c.clone();
             let nodes: String = redis::cmd("CLUSTER")

@@ -88,7 +88,7 @@ pub(crate) async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
     } else if replicas > 0 {
         out.push(
             Finding::new(Level::Warning, &format!("{who}replication"), format!("{replicas} replicas can be promoted"))
-                .advise("replication is asynchronous: a failover can lose a lock and admit a second holder; fence your writes, or use redlock:// over independent masters"),
+                .advise("replication is asynchronous: a failover can lose a lock and admit a second holder (fences keep growing across it); fence your writes, or use redlock:// over independent masters"),
         );
     }
     let sent = Instant::now();
@@ -101,7 +101,106 @@ pub(crate) async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
     out
 }
 
-/// The findings of the server of `url`.
+/// The findings of the server of `url` (the primary, for
+/// `redis+sentinel://`), and of its sentinels.
 pub(crate) async fn check(url: &RedisUrl) -> Vec<Finding> {
-    server(url, "").await
+    let mut out = server(url, "").await;
+    if url.sentinel.is_some() {
+        out.extend(sentinels(url).await);
+    }
+    out
+}
+
+/// What the sentinels of `url` say: how many answer, whether they name one
+/// primary, and whether they can agree on a failover (`SENTINEL CKQUORUM`).
+async fn sentinels(url: &RedisUrl) -> Vec<Finding> {
+    let Some(sentinel) = &url.sentinel else {
+        return Vec::new();
+    };
+    let mut named = Vec::new();
+    let mut quorum = None;
+    for e in &url.endpoints {
+        let mut settings = redis::RedisConnectionInfo::default();
+        if let Some(user) = &sentinel.user {
+            settings = settings.set_username(user);
+        }
+        if let Some(password) = &sentinel.password {
+            settings = settings.set_password(password.expose());
+        }
+        let Ok(info) = redis::IntoConnectionInfo::into_connection_info(redis::ConnectionAddr::Tcp(
+            e.host.clone(),
+            e.port,
+        )) else {
+            continue;
+        };
+        let Ok(client) = redis::Client::open(info.set_redis_settings(settings)) else {
+            continue;
+        };
+        let connected = tokio::time::timeout(
+            super::conn::CONNECT_TIMEOUT,
+            client.get_multiplexed_async_connection(),
+        )
+        .await;
+        let Ok(Ok(mut c)) = connected else {
+            continue;
+        };
+        let addr: Option<(String, String)> = redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(&sentinel.primary)
+            .query_async(&mut c)
+            .await
+            .ok();
+        if let Some((host, port)) = addr {
+            named.push(format!("{host}:{port}"));
+        }
+        if quorum.is_none() {
+            quorum = Some(
+                redis::cmd("SENTINEL")
+                    .arg("ckquorum")
+                    .arg(&sentinel.primary)
+                    .query_async::<String>(&mut c)
+                    .await
+                    .map_err(|e| e.to_string()),
+            );
+        }
+    }
+    let n = url.endpoints.len();
+    let mut out = Vec::new();
+    let mut distinct = named.clone();
+    distinct.sort();
+    distinct.dedup();
+    out.push(match distinct.as_slice() {
+        [] => Finding::new(
+            Level::Error,
+            "sentinels",
+            format!("none of {n} names a primary called {:?}", sentinel.primary),
+        )
+        .advise("check the sentinels' addresses and the name they monitor the primary under"),
+        [one] if named.len() == n => Finding::new(
+            Level::Ok,
+            "sentinels",
+            format!("{n} of {n} name the primary {one}"),
+        ),
+        [one] => Finding::new(
+            Level::Warning,
+            "sentinels",
+            format!("{} of {n} answer; they name the primary {one}", named.len()),
+        )
+        .advise("a sentinel that does not answer cannot vote in a failover"),
+        many => Finding::new(
+            Level::Warning,
+            "sentinels",
+            format!("they name different primaries: {}", many.join(", ")),
+        )
+        .advise("a failover is under way, or the sentinels were set up apart"),
+    });
+    match quorum {
+        Some(Ok(text)) => out.push(Finding::new(Level::Ok, "sentinel quorum", text)),
+        Some(Err(e)) => out.push(
+            Finding::new(Level::Warning, "sentinel quorum", e)
+                .advise("without a quorum the sentinels cannot fail the primary over"),
+        ),
+        None => {}
+    }
+    out
 }

@@ -1,4 +1,5 @@
-//! `redis://` and `rediss://`: fenced locks on one Redis server.
+//! `redis://` and `rediss://`: fenced locks on one Redis server, a Redis
+//! Cluster or the primary Redis Sentinel names.
 //!
 //! - **Acquire**: one script sets the lock key `NX PX ttl` to the owner id
 //!   and mints the fence as `max(counter + 1, server TIME in µs)` into a
@@ -18,6 +19,9 @@
 //!   writers (see `readers.rs`).
 //! - **Redis Cluster** (`redis+cluster://`): the same scripts, with every key
 //!   of a name in one hash slot; waiting uses the cluster's pub/sub.
+//! - **Redis Sentinel** (`redis+sentinel://`): the same scripts on the
+//!   primary the sentinels name, found again after a failover (see
+//!   `sentinel.rs`); fences keep growing across it (see [`scripts::NEXT_FENCE`]).
 //!
 //! Expiry is timed by Redis's clock (`PX`), so client clock skew does not
 //! matter. Key names are documented in [`keys`].
@@ -48,6 +52,8 @@ mod readers;
 mod records;
 #[cfg(feature = "redis")]
 pub mod scripts;
+#[cfg(feature = "redis")]
+mod sentinel;
 #[cfg(all(feature = "redis", feature = "bench"))]
 pub mod side;
 pub mod url;

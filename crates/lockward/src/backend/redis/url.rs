@@ -1,6 +1,6 @@
-//! The `redis://`, `rediss://` and `redis+cluster://` URL forms: one server
-//! or a cluster's seed nodes, the database, ACL credentials, the key prefix
-//! and TLS files.
+//! The `redis://`, `rediss://`, `redis+cluster://` and `redis+sentinel://`
+//! URL forms: one server, a cluster's seed nodes or the sentinels that name
+//! a primary, the database, ACL credentials, the key prefix and TLS files.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -12,14 +12,21 @@ use crate::url_parts::{url_error, write_auth, Endpoint, Parts, Secret};
 /// unless the URL's `prefix=` says otherwise.
 pub const DEFAULT_PREFIX: &str = "lockward:";
 
-/// The parts of a `redis://`, `rediss://` or `redis+cluster://` URL.
+/// Port of a sentinel unless the URL says otherwise.
+pub const DEFAULT_SENTINEL_PORT: u16 = 26379;
+
+/// The parts of a `redis://`, `rediss://`, `redis+cluster://` or
+/// `redis+sentinel://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisUrl {
     /// `rediss://`: connect with TLS.
     pub tls: bool,
     /// `redis+cluster://`: `endpoints` are seed nodes of a Redis Cluster.
     pub cluster: bool,
-    /// The server, or the cluster's seed nodes.
+    /// `redis+sentinel://`: `endpoints` are sentinels, which name the
+    /// primary to use.
+    pub sentinel: Option<SentinelUrl>,
+    /// The server, the cluster's seed nodes, or the sentinels.
     pub endpoints: Vec<Endpoint>,
     /// Database index (`/N`), 0 by default.
     pub db: u32,
@@ -35,24 +42,59 @@ pub struct RedisUrl {
     pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
+/// What a `redis+sentinel://` URL says beyond the sentinels' addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelUrl {
+    /// The name the sentinels monitor the primary under (the path).
+    pub primary: String,
+    /// ACL user for the sentinels themselves (`sentinel_user=`); the URL's
+    /// own credentials are the data nodes'.
+    pub user: Option<String>,
+    /// Password for the sentinels (`sentinel_password=`).
+    pub password: Option<Secret>,
+}
+
 impl RedisUrl {
-    /// Takes a `redis`, `rediss`, `redis+cluster` or `rediss+cluster` URL
-    /// apart.
+    /// Takes a `redis`, `rediss`, `redis+cluster`, `rediss+cluster`,
+    /// `redis+sentinel` or `rediss+sentinel` URL apart.
     pub(crate) fn parse(parts: &Parts) -> Result<Self> {
         let tls = parts.scheme.starts_with("rediss");
         let cluster = parts.scheme.ends_with("+cluster");
+        let sentinels = parts.scheme.ends_with("+sentinel");
+        let mut allowed = vec!["prefix"];
         if tls {
-            parts.expect_nothing_but(&["prefix", "ca", "cert", "key"])?;
-        } else {
-            parts.expect_nothing_but(&["prefix"])?;
+            allowed.extend(["ca", "cert", "key"]);
         }
+        if sentinels {
+            allowed.extend(["sentinel_user", "sentinel_password"]);
+        }
+        parts.expect_nothing_but(&allowed)?;
         let client_cert = parts.client_cert()?;
         let endpoints = if cluster {
             parts.endpoints(6379)?
+        } else if sentinels {
+            parts.endpoints(DEFAULT_SENTINEL_PORT)?
         } else {
             vec![parts.single_endpoint(6379)?]
         };
-        let db = match parts.path.trim_matches('/') {
+        let mut path = parts.path.trim_matches('/');
+        let sentinel = if sentinels {
+            let (primary, db) = path.split_once('/').unwrap_or((path, ""));
+            if primary.is_empty() {
+                return Err(url_error(
+                    "name the primary the sentinels monitor in the path: redis+sentinel://HOST:26379/NAME",
+                ));
+            }
+            path = db;
+            Some(SentinelUrl {
+                primary: primary.to_string(),
+                user: parts.param("sentinel_user").map(str::to_string),
+                password: parts.param("sentinel_password").map(Secret::new),
+            })
+        } else {
+            None
+        };
+        let db = match path {
             "" => 0,
             _ if cluster => {
                 return Err(url_error(
@@ -66,6 +108,7 @@ impl RedisUrl {
         Ok(RedisUrl {
             tls,
             cluster,
+            sentinel,
             endpoints,
             db,
             user: parts.user.clone(),
@@ -83,11 +126,13 @@ impl RedisUrl {
 
     /// The URL's scheme.
     pub fn scheme(&self) -> &'static str {
-        match (self.cluster, self.tls) {
-            (true, true) => "rediss+cluster",
-            (true, false) => "redis+cluster",
-            (false, true) => "rediss",
-            (false, false) => "redis",
+        match (self.cluster, self.sentinel.is_some(), self.tls) {
+            (true, _, true) => "rediss+cluster",
+            (true, _, false) => "redis+cluster",
+            (false, true, true) => "rediss+sentinel",
+            (false, true, false) => "redis+sentinel",
+            (false, false, true) => "rediss",
+            (false, false, false) => "redis",
         }
     }
 }
@@ -100,12 +145,23 @@ impl fmt::Display for RedisUrl {
         write_auth(f, &r.user, &r.password)?;
         let hosts: Vec<String> = r.endpoints.iter().map(Endpoint::to_string).collect();
         write!(f, "{}", hosts.join(","))?;
+        if let Some(sentinel) = &r.sentinel {
+            write!(f, "/{}", sentinel.primary)?;
+        }
         if r.db != 0 {
             write!(f, "/{}", r.db)?;
         }
         let mut params = Vec::new();
         if r.prefix != DEFAULT_PREFIX {
             params.push(format!("prefix={}", r.prefix));
+        }
+        if let Some(sentinel) = &r.sentinel {
+            if let Some(user) = &sentinel.user {
+                params.push(format!("sentinel_user={user}"));
+            }
+            if sentinel.password.is_some() {
+                params.push("sentinel_password=***".to_string());
+            }
         }
         if let Some(ca) = &r.ca {
             params.push(format!("ca={}", ca.display()));

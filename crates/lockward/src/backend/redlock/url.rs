@@ -49,6 +49,7 @@ impl RedlockUrl {
         RedisUrl {
             tls: false,
             cluster: false,
+            sentinel: None,
             endpoints: vec![endpoint.clone()],
             db: 0,
             user: self.user.clone(),

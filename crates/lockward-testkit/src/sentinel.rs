@@ -1,0 +1,220 @@
+//! Redis with Sentinel on loopback: a primary, its replicas and three
+//! sentinels (`redis-server --sentinel`) that agree with a quorum of two,
+//! tuned to fail over within a few seconds.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::port::free_port;
+use crate::process::{wait_until_ready, ServerProcess};
+use crate::redis::RedisServer;
+use crate::require_binary;
+
+/// The name the sentinels monitor the primary under.
+pub const PRIMARY_NAME: &str = "lockward-primary";
+
+/// How long the sentinels wait before they call an unanswering primary
+/// down (`down-after-milliseconds`).
+pub const DOWN_AFTER: Duration = Duration::from_millis(1_000);
+
+/// A primary, `n` replicas and three sentinels.
+pub struct RedisSentinels {
+    /// Every data node; which one is the primary changes with failovers.
+    nodes: Vec<RedisServer>,
+    sentinels: Vec<Sentinel>,
+}
+
+/// One sentinel process and its folder (it rewrites its config file).
+struct Sentinel {
+    port: u16,
+    dir: tempfile::TempDir,
+    process: Option<ServerProcess>,
+}
+
+impl Sentinel {
+    fn start(primary_port: u16) -> Sentinel {
+        let dir = crate::scratch::data_dir("sentinel");
+        let mut sentinel = Sentinel {
+            port: 0,
+            dir,
+            process: None,
+        };
+        for _ in 0..5 {
+            sentinel.port = free_port();
+            if sentinel.launch(primary_port) {
+                return sentinel;
+            }
+        }
+        panic!(
+            "redis-server --sentinel did not start; log:\n{}",
+            sentinel.log()
+        );
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("sentinel.conf")
+    }
+
+    fn launch(&mut self, primary_port: u16) -> bool {
+        let down = DOWN_AFTER.as_millis();
+        let conf = format!(
+            "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {dir}\n\
+             sentinel monitor {PRIMARY_NAME} 127.0.0.1 {primary_port} 2\n\
+             sentinel down-after-milliseconds {PRIMARY_NAME} {down}\n\
+             sentinel failover-timeout {PRIMARY_NAME} 4000\n\
+             sentinel parallel-syncs {PRIMARY_NAME} 2\n",
+            port = self.port,
+            dir = self.dir.path().display(),
+        );
+        std::fs::write(self.config(), conf).expect("write sentinel.conf");
+        let mut cmd = Command::new("redis-server");
+        cmd.current_dir(self.dir.path())
+            .arg(self.config())
+            .arg("--sentinel");
+        let log = self.dir.path().join("sentinel.log");
+        self.process = Some(ServerProcess::spawn("redis-sentinel", cmd, &log).expect("spawn"));
+        let port = self.port;
+        wait_until_ready(
+            &mut self.process,
+            Duration::from_secs(10),
+            Duration::from_millis(10),
+            || sentinel_cli(port, &["PING"]) == "PONG",
+        )
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sentinel.log")).unwrap_or_default()
+    }
+}
+
+/// `redis-cli` against the sentinel on `port`.
+fn sentinel_cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("run redis-cli");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl RedisSentinels {
+    /// Starts a primary, `replicas` replicas of it and three sentinels,
+    /// and waits until every sentinel knows every replica and the other
+    /// sentinels (so that a failover can be agreed on).
+    pub fn start(replicas: usize) -> RedisSentinels {
+        require_binary("redis-server");
+        require_binary("redis-cli");
+        let primary = RedisServer::start();
+        let port = primary.port().to_string();
+        let mut nodes = vec![primary];
+        for _ in 0..replicas {
+            let replica = RedisServer::start();
+            replica.cli(&["REPLICAOF", "127.0.0.1", &port]);
+            nodes.push(replica);
+        }
+        let set = RedisSentinels {
+            sentinels: (0..3).map(|_| Sentinel::start(nodes[0].port())).collect(),
+            nodes,
+        };
+        set.wait("every replica in sync", |s| {
+            s.nodes[1..].iter().all(|r| {
+                r.cli(&["INFO", "replication"])
+                    .contains("master_link_status:up")
+            })
+        });
+        set.wait("the sentinels to know each other and the replicas", |s| {
+            s.sentinels.iter().all(|x| {
+                let known = |what: &str| {
+                    sentinel_cli(x.port, &["SENTINEL", what, PRIMARY_NAME])
+                        .lines()
+                        .filter(|l| *l == "name")
+                        .count()
+                };
+                known("sentinels") == 2 && known("replicas") == replicas
+            })
+        });
+        set
+    }
+
+    fn wait(&self, what: &str, done: impl Fn(&RedisSentinels) -> bool) {
+        let until = Instant::now() + Duration::from_secs(30);
+        while !done(self) {
+            assert!(
+                Instant::now() < until,
+                "Sentinel set-up: waited 30 s for {what}; sentinel log:\n{}",
+                self.sentinels[0].log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `redis+sentinel://s1,s2,s3/lockward-primary` for lockward.
+    pub fn url(&self) -> String {
+        let addrs: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port))
+            .collect();
+        format!("redis+sentinel://{}/{PRIMARY_NAME}", addrs.join(","))
+    }
+
+    /// The port of the primary the sentinels name now.
+    pub fn primary_port(&self) -> Option<u16> {
+        self.sentinels.iter().find_map(|s| {
+            let reply = sentinel_cli(
+                s.port,
+                &["SENTINEL", "get-master-addr-by-name", PRIMARY_NAME],
+            );
+            reply.lines().nth(1)?.trim().parse().ok()
+        })
+    }
+
+    /// The data node listening on `port`.
+    pub fn node(&mut self, port: u16) -> Option<&mut RedisServer> {
+        self.nodes.iter_mut().find(|n| n.port() == port)
+    }
+
+    /// Every data node, the current primary among them.
+    pub fn nodes(&mut self) -> &mut [RedisServer] {
+        &mut self.nodes
+    }
+
+    /// Kills the primary with kill -9 and waits until the sentinels name a
+    /// new one (and it says it is a primary); the old one's port and the
+    /// new one's. The old one stays down: [`restart_node`](Self::restart_node)
+    /// brings it back, as a replica once the sentinels reconfigure it.
+    pub fn kill_primary(&mut self) -> (u16, u16) {
+        let old = self.primary_port().expect("the sentinels name a primary");
+        self.node(old).expect("the primary is one of ours").kill9();
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(new) = self.primary_port().filter(|p| *p != old) {
+                let promoted = self
+                    .node(new)
+                    .is_some_and(|n| n.cli(&["ROLE"]).lines().next() == Some("master"));
+                if promoted {
+                    return (old, new);
+                }
+            }
+            assert!(
+                Instant::now() < until,
+                "no failover within 30 s; sentinel log:\n{}",
+                self.sentinels[0].log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the node on `port` again (after a kill).
+    pub fn restart_node(&mut self, port: u16) {
+        if let Some(node) = self.node(port) {
+            node.restart();
+        }
+    }
+
+    /// Runs `redis-cli` against the first sentinel.
+    pub fn sentinel_cli(&self, args: &[&str]) -> String {
+        sentinel_cli(self.sentinels[0].port, args)
+    }
+}
