@@ -339,6 +339,7 @@ async fn pause_guarded(client: &Child, dir: &Path, hold: Duration) -> FaultRecor
             command.is_some()
         ),
         ended_holds: Vec::new(),
+        forgot_at: None,
     }
 }
 
@@ -358,6 +359,7 @@ async fn pause(client: &Child, hold: Duration) -> FaultRecord {
         healed: mono_ns(),
         proof: format!("client pid {pid} stopped for {hold:?}; /proc state T seen: {stopped}"),
         ended_holds: Vec::new(),
+        forgot_at: None,
     }
 }
 
@@ -429,7 +431,7 @@ async fn report(
     let forgotten: Vec<u64> = log
         .iter()
         .filter(|f| target.forgets_locks(f.kind))
-        .map(|f| f.start)
+        .map(|f| f.forgot_at.unwrap_or(f.start))
         .collect();
     // The holds of `lock` that forced unlocks ended.
     let ended = |lock: &str| -> Vec<history::Ended> {

@@ -1,12 +1,13 @@
 //! The system under test for each backend: its servers (from the testkit),
 //! a proxy in front of every server, the URL clients use, and the faults
-//! that apply to it.
+//! that apply to it. (Redis Sentinel's clients reach the data nodes at the
+//! addresses the sentinels name, so that backend has no proxy faults.)
 
 use std::time::{Duration, Instant};
 
 use lockward_testkit::{
     EtcdCluster, KubeApiServer, MariadbServer, PostgresServer, RedisMasters, RedisOptions,
-    RedisServer, ZookeeperEnsemble,
+    RedisSentinels, RedisServer, ZookeeperEnsemble,
 };
 use serde::Serialize;
 
@@ -17,6 +18,7 @@ pub const BACKENDS: &[&str] = &[
     "sqlite",
     "redis",
     "redis-persistent",
+    "redis-sentinel",
     "redlock",
     "etcd",
     "zookeeper",
@@ -50,6 +52,10 @@ pub enum FaultKind {
     /// and one semaphore holder, ended by an operator
     /// (`Store::force_unlock`) while they work.
     ForcedUnlock,
+    /// The primary's last writes lost (Redis Sentinel): every replica
+    /// stopped while the primary works on alone, the primary killed with
+    /// kill -9, and a replica that missed those writes promoted.
+    LoseRecentWrites,
 }
 
 /// One fault that happened, with its proof.
@@ -66,6 +72,10 @@ pub struct FaultRecord {
     /// The semaphore and read-write holds a forced unlock ended (their
     /// checks end those holds there, by the operator's decision).
     pub ended_holds: Vec<crate::forced::EndedHold>,
+    /// When the store forgot what it had granted, where that is not the
+    /// fault's start: the moment a replica that lacked the last writes was
+    /// seen promoted.
+    pub forgot_at: Option<u64>,
 }
 
 enum Servers {
@@ -77,6 +87,7 @@ enum Servers {
     Postgres(PostgresServer),
     Mariadb(MariadbServer),
     Kube(KubeApiServer),
+    Sentinels(RedisSentinels),
 }
 
 /// A backend ready for a run.
@@ -114,6 +125,15 @@ impl Target {
             FaultKind::Blackhole,
         ];
         let own: &[FaultKind] = match name {
+            // The primary killed (a failover), or killed after the replicas
+            // fell behind; no proxy between the clients and the data nodes.
+            "redis-sentinel" => {
+                return vec![
+                    FaultKind::KillServer,
+                    FaultKind::LoseRecentWrites,
+                    FaultKind::ForcedUnlock,
+                ]
+            }
             // k8s: kube-apiserver killed; its etcd keeps every Lease.
             "redis" | "redis-persistent" | "k8s" => &[FaultKind::KillServer],
             // The lease backends time expiry by the server's clock.
@@ -132,7 +152,11 @@ impl Target {
     /// server clock jumped forward expires leases the server times. Only
     /// fences protect across such a fault.
     pub fn forgets_locks(&self, kind: FaultKind) -> bool {
-        (self.name == "redis" && kind == FaultKind::KillServer) || kind == FaultKind::ClockJump
+        let lost_by_failover = self.name == "redis-sentinel"
+            && matches!(kind, FaultKind::KillServer | FaultKind::LoseRecentWrites);
+        (self.name == "redis" && kind == FaultKind::KillServer)
+            || kind == FaultKind::ClockJump
+            || lost_by_failover
     }
 
     /// Starts `name`'s servers and proxies.
@@ -156,6 +180,11 @@ impl Target {
                     format!("redis://{}", hosts(&proxies)),
                     Duration::from_secs(2),
                 )
+            }
+            "redis-sentinel" => {
+                let set = tokio::task::block_in_place(|| RedisSentinels::start(2));
+                let url = set.url();
+                (Servers::Sentinels(set), url, Duration::from_secs(5))
             }
             "redlock" => {
                 let masters = RedisMasters::start(5, RedisOptions::default());
@@ -238,6 +267,7 @@ impl Target {
     pub async fn inflict(&mut self, kind: FaultKind, hold: Duration) -> FaultRecord {
         let start = crate::history::mono_ns();
         let mut ended_holds = Vec::new();
+        let mut forgot_at = None;
         let proof = match kind {
             FaultKind::CutConnections | FaultKind::DelayConnections | FaultKind::Blackhole => {
                 let mode = match kind {
@@ -268,6 +298,34 @@ impl Target {
                     after - before
                 )
             }
+            FaultKind::KillServer | FaultKind::LoseRecentWrites
+                if matches!(self.servers, Servers::Sentinels(_)) =>
+            {
+                let Servers::Sentinels(set) = &mut self.servers else {
+                    unreachable!("matched above")
+                };
+                let before = set.primary_port();
+                let pid = before.and_then(|p| set.pid(p));
+                let (old, new) = tokio::task::block_in_place(|| {
+                    if kind == FaultKind::KillServer {
+                        set.kill_primary()
+                    } else {
+                        set.promote_a_lagging_replica(hold)
+                    }
+                });
+                forgot_at = Some(crate::history::mono_ns());
+                let gone = pid.is_some_and(|p| !alive(p));
+                tokio::task::block_in_place(|| set.restart_node(old));
+                format!(
+                    "primary {old} (pid {pid:?}) killed with SIGKILL (gone: {gone}){}; the sentinels promoted {new}; {old} back as a replica",
+                    if kind == FaultKind::LoseRecentWrites {
+                        format!(" after its replicas were stopped for {hold:?}")
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            FaultKind::LoseRecentWrites => "only Redis Sentinel's replicas are promoted".into(),
             FaultKind::KillServer => {
                 let pid = self.kill_server();
                 tokio::time::sleep(hold).await;
@@ -334,6 +392,7 @@ impl Target {
             healed: crate::history::mono_ns(),
             proof,
             ended_holds,
+            forgot_at,
         }
     }
 

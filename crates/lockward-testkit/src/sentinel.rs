@@ -187,6 +187,35 @@ impl RedisSentinels {
     pub fn kill_primary(&mut self) -> (u16, u16) {
         let old = self.primary_port().expect("the sentinels name a primary");
         self.node(old).expect("the primary is one of ours").kill9();
+        self.await_failover(old)
+    }
+
+    /// Loses the primary's last writes: every replica is stopped (SIGSTOP)
+    /// while the primary works on alone for `lag`, then the primary is
+    /// killed with kill -9 and the replicas resumed, and a replica that
+    /// missed those writes is promoted. The old one's port and the new
+    /// one's; the old one stays down, as after [`kill_primary`](Self::kill_primary).
+    pub fn promote_a_lagging_replica(&mut self, lag: Duration) -> (u16, u16) {
+        let old = self.primary_port().expect("the sentinels name a primary");
+        for replica in self.nodes.iter().filter(|n| n.port() != old) {
+            replica.pause();
+        }
+        std::thread::sleep(lag);
+        self.node(old).expect("the primary is one of ours").kill9();
+        for replica in self.nodes.iter().filter(|n| n.port() != old) {
+            replica.resume();
+        }
+        self.await_failover(old)
+    }
+
+    /// The process id of the data node on `port`.
+    pub fn pid(&self, port: u16) -> Option<u32> {
+        self.nodes.iter().find(|n| n.port() == port)?.pid()
+    }
+
+    /// Waits until the sentinels name a primary other than the one on
+    /// `old` and it says it is a primary; `(old, new)`.
+    pub fn await_failover(&mut self, old: u16) -> (u16, u16) {
         let until = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(new) = self.primary_port().filter(|p| *p != old) {

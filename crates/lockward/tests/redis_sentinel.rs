@@ -175,6 +175,70 @@ async fn a_waiter_is_woken_by_a_release_on_the_new_primary() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_never_locks_on_the_old_primary_restarted_empty() {
+    let mut set = tokio::task::block_in_place(|| RedisSentinels::start(1));
+    let store = Store::open(&set.url()).await.unwrap();
+    let opts = LockOptions::new().ttl(Duration::from_secs(60));
+    store
+        .try_acquire("warm", &opts)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    // A client that keeps taking locks, as a busy service does, through
+    // the failover and the old primary's return.
+    let stop = Arc::new(AtomicBool::new(false));
+    let taker = {
+        let (store, stop, opts) = (store.clone(), stop.clone(), opts.clone());
+        tokio::spawn(async move {
+            let mut taken = Vec::new();
+            for i in 0.. {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let name = format!("split-{i}");
+                if let Ok(guard) = store.try_acquire(&name, &opts).await {
+                    taken.push((Instant::now(), name));
+                    std::mem::forget(guard);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            taken
+        })
+    };
+    let old = set.primary_port().unwrap();
+    set.node(old).unwrap().kill9();
+    let (_, new) = tokio::task::block_in_place(|| set.await_failover(old));
+    // The old primary comes back empty, calling itself a primary until the
+    // sentinels make it a replica: the client's connection, reconnecting
+    // to its old address, must not take locks there.
+    tokio::task::block_in_place(|| set.restart_node(old));
+    let back = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, Ordering::SeqCst);
+    let taken = taker.await.unwrap();
+    let after: Vec<&String> = taken
+        .iter()
+        .filter(|(at, _)| *at > back)
+        .map(|(_, n)| n)
+        .collect();
+    assert!(
+        after.len() > 10,
+        "only {} locks after the failover",
+        after.len()
+    );
+    let primary = set.node(new).unwrap();
+    for name in after {
+        assert_eq!(
+            primary.cli(&["EXISTS", &format!("lockward:{name}")]),
+            "1",
+            "{name} was taken on {old}, not on the primary {new} the sentinels name"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_sentinel_urls_and_doctor() {
     for (url, says) in [
         ("redis+sentinel://127.0.0.1:1", "name the primary"),

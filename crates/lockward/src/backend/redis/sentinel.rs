@@ -13,6 +13,7 @@
 //! told to look again, since a release may have been published meanwhile.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use redis::aio::{AsyncPushSender, ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -39,6 +40,9 @@ pub struct SentinelConn {
     /// One lookup at a time: callers that found the same primary gone share
     /// the next one's result.
     finding: tokio::sync::Mutex<()>,
+    /// Set when the primary in use was found gone, until the sentinels
+    /// named one again.
+    suspect: AtomicBool,
     /// The channels subscribed on this connection, to subscribe again on a
     /// new primary.
     subscribed: Mutex<BTreeSet<Vec<u8>>>,
@@ -63,8 +67,8 @@ const LOOK_AGAIN: std::time::Duration = std::time::Duration::from_millis(250);
 const LOOK_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Follows a subscribing connection's primary after its connection
-/// dropped: until the primary in use answers again, or the sentinels name
-/// another (a failover takes seconds). Ends with the connection.
+/// dropped: until the sentinels name a primary that answers as one, the
+/// same or another (a failover takes seconds). Ends with the connection.
 async fn follow_when_lost(conn: Weak<SentinelConn>, lost: Arc<tokio::sync::Notify>) {
     loop {
         lost.notified().await;
@@ -72,18 +76,11 @@ async fn follow_when_lost(conn: Weak<SentinelConn>, lost: Arc<tokio::sync::Notif
         while tokio::time::Instant::now() < until {
             let Some(this) = conn.upgrade() else { return };
             let primary = this.primary();
-            let mut manager = primary.manager.clone();
-            let answers = redis::cmd("PING")
-                .query_async::<Value>(&mut manager)
-                .await
-                .is_ok();
-            let moved = !answers
-                && this
-                    .follow(&primary)
-                    .await
-                    .is_ok_and(|p| p.found != primary.found);
+            // Found when the sentinels name a primary that says it is one:
+            // this one back (a restart), or another (a failover).
+            let found = this.follow(&primary).await.is_ok();
             drop(this);
-            if answers || moved {
+            if found {
                 break;
             }
             tokio::time::sleep(LOOK_AGAIN).await;
@@ -193,6 +190,7 @@ impl SentinelConn {
                 found: 1,
             }),
             finding: tokio::sync::Mutex::new(()),
+            suspect: AtomicBool::new(false),
             subscribed: Mutex::new(BTreeSet::new()),
             lost: lost.clone(),
             subscribes: push.is_some(),
@@ -213,21 +211,32 @@ impl SentinelConn {
     }
 
     /// Asks the sentinels again after `gone` (as found then) failed; the
-    /// primary to use now. The same one when the sentinels still name it
-    /// (its managed connection reconnects by itself; the caller's command
-    /// fails, and waits ride the outage out).
+    /// primary to use now, which the sentinels name and which says it is
+    /// the primary. The same one when they still name it and it answers
+    /// (its managed connection reconnected by itself). Until a lookup
+    /// succeeds, every command first looks again: the managed connection
+    /// may meanwhile have reconnected to the old primary restarted empty,
+    /// which calls itself a primary until the sentinels make it a replica,
+    /// and locks taken there would be nobody else's.
     ///
     /// Cancellation: dropping the future leaves the primary as it was, or
     /// the new one in place.
     async fn follow(&self, gone: &Primary) -> RedisResult<Primary> {
+        // In doubt at once, so that no command goes to it unchecked
+        // meanwhile.
+        self.suspect.store(true, Ordering::SeqCst);
         let _one = self.finding.lock().await;
         let now = self.primary();
         if now.found != gone.found {
+            // Another caller found this one meanwhile (the next command
+            // checks it once more).
             return Ok(now);
         }
+        // Names the primary and checks its ROLE.
         let client = self.sentinels.lock().await.async_get_client().await?;
         let address = client.get_connection_info().addr().to_string();
         if address == now.address {
+            self.suspect.store(false, Ordering::SeqCst);
             return Ok(now);
         }
         let mut manager = ConnectionManager::new_with_config(client, self.config.clone()).await?;
@@ -248,6 +257,7 @@ impl SentinelConn {
             found: now.found + 1,
         };
         *self.current.write().unwrap_or_else(|p| p.into_inner()) = next.clone();
+        self.suspect.store(false, Ordering::SeqCst);
         // Releases published while the old primary went away reached
         // nobody here: every waiter looks again.
         if let Some(push) = &self.push {
@@ -259,10 +269,20 @@ impl SentinelConn {
         Ok(next)
     }
 
+    /// The primary to send to: the one in use, looked up again first while
+    /// it is in doubt (see [`follow`](Self::follow)).
+    async fn trusted(&self) -> RedisResult<Primary> {
+        let primary = self.primary();
+        if self.suspect.load(Ordering::SeqCst) {
+            return self.follow(&primary).await;
+        }
+        Ok(primary)
+    }
+
     /// Sends `cmd` to the primary, once more to a new one if the primary
     /// was gone.
     async fn request(&self, cmd: &Cmd) -> RedisResult<Value> {
-        let primary = self.primary();
+        let primary = self.trusted().await?;
         match primary.manager.clone().send_packed_command(cmd).await {
             Err(e) if primary_gone(&e) => {
                 let next = self.follow(&primary).await?;
@@ -278,7 +298,7 @@ impl SentinelConn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        let primary = self.primary();
+        let primary = self.trusted().await?;
         let mut manager = primary.manager.clone();
         match manager.send_packed_commands(pipeline, offset, count).await {
             Err(e) if primary_gone(&e) => {
@@ -299,7 +319,7 @@ impl SentinelConn {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(channel.to_vec());
-        let primary = self.primary();
+        let primary = self.trusted().await?;
         match primary.manager.clone().subscribe(channel).await {
             Err(e) if primary_gone(&e) => {
                 self.follow(&primary)
