@@ -56,6 +56,8 @@ pub mod scripts;
 mod sentinel;
 #[cfg(all(feature = "redis", feature = "bench"))]
 pub mod side;
+#[cfg(feature = "redis-tls")]
+mod tls;
 pub mod url;
 #[cfg(feature = "redis")]
 pub use core::{RedisBackend, CAPABILITIES};

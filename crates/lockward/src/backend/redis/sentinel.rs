@@ -8,7 +8,11 @@
 //! reply); the command is then sent once more, to the new primary. A
 //! failover shows up as one of those: the old primary is dead, or a
 //! replica now, and Sentinel closes clients' connections when it
-//! reconfigures a server. A connection that carries subscriptions
+//! reconfigures a server. Until the sentinels name a primary again, every
+//! command asks them first: the managed connection may meanwhile have
+//! reconnected by itself to the old primary restarted empty, a primary in
+//! its own eyes until the sentinels make it a replica (the chaos harness
+//! found locks taken there). A connection that carries subscriptions
 //! subscribes its channels again on the new primary, and its waiters are
 //! told to look again, since a release may have been published meanwhile.
 
@@ -170,7 +174,7 @@ impl SentinelConn {
         }
         #[cfg(feature = "redis-tls")]
         if url.tls {
-            let certificates = super::conn::tls::certificates(url)?;
+            let certificates = super::tls::certificates(url)?;
             builder = builder
                 .set_client_to_redis_tls_mode(redis::TlsMode::Secure)
                 .set_client_to_redis_certificates(certificates.clone())
