@@ -245,6 +245,26 @@ impl RedisServer {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
+    /// Makes this server a replica of `primary` (`REPLICAOF`) and waits
+    /// until it has synchronised (`master_link_status:up`).
+    pub fn replicate(&self, primary: &RedisServer) {
+        self.cli(&["REPLICAOF", "127.0.0.1", &primary.port().to_string()]);
+        let until = Instant::now() + Duration::from_secs(30);
+        while !self
+            .cli(&["INFO", "replication"])
+            .contains("master_link_status:up")
+        {
+            assert!(
+                Instant::now() < until,
+                "the replica on {} never synchronised with {}; log:\n{}",
+                self.port,
+                primary.port,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Runs `redis-cli` against it with `args`, returning stdout.
     pub fn cli(&self, args: &[&str]) -> String {
         require_binary("redis-cli");

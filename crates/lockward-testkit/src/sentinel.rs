@@ -105,24 +105,16 @@ impl RedisSentinels {
     pub fn start(replicas: usize) -> RedisSentinels {
         require_binary("redis-server");
         require_binary("redis-cli");
-        let primary = RedisServer::start();
-        let port = primary.port().to_string();
-        let mut nodes = vec![primary];
+        let mut nodes = vec![RedisServer::start()];
         for _ in 0..replicas {
             let replica = RedisServer::start();
-            replica.cli(&["REPLICAOF", "127.0.0.1", &port]);
+            replica.replicate(&nodes[0]);
             nodes.push(replica);
         }
         let set = RedisSentinels {
             sentinels: (0..3).map(|_| Sentinel::start(nodes[0].port())).collect(),
             nodes,
         };
-        set.wait("every replica in sync", |s| {
-            s.nodes[1..].iter().all(|r| {
-                r.cli(&["INFO", "replication"])
-                    .contains("master_link_status:up")
-            })
-        });
         set.wait("the sentinels to know each other and the replicas", |s| {
             s.sentinels.iter().all(|x| {
                 let known = |what: &str| {
@@ -173,11 +165,6 @@ impl RedisSentinels {
     /// The data node listening on `port`.
     pub fn node(&mut self, port: u16) -> Option<&mut RedisServer> {
         self.nodes.iter_mut().find(|n| n.port() == port)
-    }
-
-    /// Every data node, the current primary among them.
-    pub fn nodes(&mut self) -> &mut [RedisServer] {
-        &mut self.nodes
     }
 
     /// Kills the primary with kill -9 and waits until the sentinels name a
@@ -240,10 +227,5 @@ impl RedisSentinels {
         if let Some(node) = self.node(port) {
             node.restart();
         }
-    }
-
-    /// Runs `redis-cli` against the first sentinel.
-    pub fn sentinel_cli(&self, args: &[&str]) -> String {
-        sentinel_cli(self.sentinels[0].port, args)
     }
 }

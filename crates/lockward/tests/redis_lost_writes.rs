@@ -4,7 +4,7 @@
 //! µs)`, so a counter that came back older than the fences already granted
 //! is overtaken by the clock (see `NEXT_FENCE` in the Redis backend).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lockward::recipe::{RwLock, Semaphore};
 use lockward::{LockOptions, Renewal, Store};
@@ -57,27 +57,11 @@ fn assert_above(after: [u64; 3], before: [u64; 3], what: &str) {
     }
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < until, "{what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_promoted_before_it_had_the_last_grants_never_repeats_a_fence() {
     let mut primary = RedisServer::start();
     let replica = RedisServer::start();
-    let port = primary.port().to_string();
-    replica.cli(&["REPLICAOF", "127.0.0.1", &port]);
-    tokio::task::block_in_place(|| {
-        wait_until("the replica never synchronised", || {
-            replica
-                .cli(&["INFO", "replication"])
-                .contains("master_link_status:up")
-        })
-    });
+    tokio::task::block_in_place(|| replica.replicate(&primary));
     let store = Store::open(&primary.url()).await.unwrap();
     grant_rounds(&store, 3).await;
     // Every grant so far reached the replica; then it falls behind.

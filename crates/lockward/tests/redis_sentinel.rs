@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use lockward::fence::{FencedResource, MemoryRegister};
 use lockward::{Error, LockOptions, Store};
-use lockward_testkit::sentinel::DOWN_AFTER;
 use lockward_testkit::RedisSentinels;
 
 /// An acknowledged write: when, with which fence, and the value written.
@@ -128,7 +127,6 @@ async fn eight_clients_go_on_through_two_failovers_and_the_fenced_count_is_exact
             .unwrap(),
         acked.len()
     );
-    assert!(DOWN_AFTER < Duration::from_secs(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,7 +190,7 @@ async fn a_client_never_locks_on_the_old_primary_restarted_empty() {
     let taker = {
         let (store, stop, opts) = (store.clone(), stop.clone(), opts.clone());
         tokio::spawn(async move {
-            let mut taken = Vec::new();
+            let (mut taken, mut held) = (Vec::new(), Vec::new());
             for i in 0.. {
                 if stop.load(Ordering::SeqCst) {
                     break;
@@ -200,11 +198,12 @@ async fn a_client_never_locks_on_the_old_primary_restarted_empty() {
                 let name = format!("split-{i}");
                 if let Ok(guard) = store.try_acquire(&name, &opts).await {
                     taken.push((Instant::now(), name));
-                    std::mem::forget(guard);
+                    // Kept: the check below looks for every one of them.
+                    held.push(guard);
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            taken
+            (taken, held)
         })
     };
     let old = set.primary_port().unwrap();
@@ -217,7 +216,7 @@ async fn a_client_never_locks_on_the_old_primary_restarted_empty() {
     let back = Instant::now();
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::SeqCst);
-    let taken = taker.await.unwrap();
+    let (taken, _held) = taker.await.unwrap();
     let after: Vec<&String> = taken
         .iter()
         .filter(|(at, _)| *at > back)
