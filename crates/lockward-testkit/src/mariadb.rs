@@ -3,6 +3,8 @@
 //! (not dropping to it itself: a process that changes its user loses the
 //! signal that kills it with the test process). Tests connect over TCP as `lockward` with a password, so they can
 //! check a wrong one; the helper `sql` goes over the local socket as root.
+//! A primary with a binary log and a replica following it are made with
+//! `start_primary` and `start_replica_of`.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -27,8 +29,14 @@ pub struct MariadbServer {
     tls: bool,
     /// A libfaketime spec (`+5s`) the server runs under, if any.
     clock: Option<String>,
+    /// The server id of a primary or replica (with a binary log); `None`
+    /// for a server on its own.
+    server_id: Option<u32>,
     process: Option<ServerProcess>,
 }
+
+/// The user a replica connects to its primary as.
+const REPLICATION_USER: &str = "replicator";
 
 /// Where Debian installs the server (not on every PATH).
 fn server_binary() -> PathBuf {
@@ -56,22 +64,81 @@ impl MariadbServer {
     /// Creates a data folder and starts the server, with quick commits (a
     /// kill -9 may lose the last ones).
     pub fn start() -> MariadbServer {
-        MariadbServer::start_with(false, false)
+        MariadbServer::start_with(false, false, None)
+    }
+
+    /// The same with a binary log (row-based, GTIDs) and a user that
+    /// replicas connect as: a primary for [`start_replica_of`].
+    ///
+    /// [`start_replica_of`]: MariadbServer::start_replica_of
+    pub fn start_primary() -> MariadbServer {
+        let primary = MariadbServer::start_with(false, false, Some(1));
+        primary.sql(&format!(
+            "CREATE USER '{REPLICATION_USER}'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}';
+             GRANT REPLICATION SLAVE ON *.* TO '{REPLICATION_USER}'@'127.0.0.1';"
+        ));
+        primary
+    }
+
+    /// A replica of `primary` (asynchronous, as MariaDB replicates by
+    /// default), caught up with it: it replays the primary's binary log
+    /// from its start, the `lockward` user and database included.
+    pub fn start_replica_of(primary: &MariadbServer) -> MariadbServer {
+        let id = primary
+            .server_id
+            .expect("the primary comes from start_primary")
+            + 1;
+        let replica = MariadbServer::start_with(primary.durable, false, Some(id));
+        replica.sql(&format!(
+            "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={},
+                 MASTER_USER='{REPLICATION_USER}', MASTER_PASSWORD='{PASSWORD}',
+                 MASTER_USE_GTID=slave_pos;
+             START SLAVE;",
+            primary.port
+        ));
+        replica.await_caught_up_with(primary);
+        replica
+    }
+
+    /// Waits until this replica has applied everything `primary` has
+    /// written so far.
+    pub fn await_caught_up_with(&self, primary: &MariadbServer) {
+        let target = primary.sql("SELECT @@gtid_binlog_pos");
+        let waited = self.sql(&format!("SELECT MASTER_GTID_WAIT('{target}', 30)"));
+        assert_eq!(
+            waited,
+            "0",
+            "the replica did not reach {target} in 30 s; its status:\n{}",
+            self.sql("SHOW SLAVE STATUS\\G")
+        );
+    }
+
+    /// Stops replication on this replica (`STOP SLAVE`): it falls behind
+    /// while its primary goes on committing, as a replica with a slow or
+    /// cut link does.
+    pub fn stop_replicating(&self) {
+        self.sql("STOP SLAVE");
+    }
+
+    /// Makes this replica a primary of its own, as a failover does: it
+    /// stops following and forgets its primary.
+    pub fn promote(&self) {
+        self.sql("STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = OFF;");
     }
 
     /// The same with every commit flushed (`innodb_flush_log_at_trx_commit=1`),
     /// for crash tests.
     pub fn start_durable() -> MariadbServer {
-        MariadbServer::start_with(true, false)
+        MariadbServer::start_with(true, false, None)
     }
 
     /// The same, also serving TLS with a throwaway CA: `tls_url()` connects
     /// with `ssl-mode=VERIFY_IDENTITY&ca=…`.
     pub fn start_tls() -> MariadbServer {
-        MariadbServer::start_with(false, true)
+        MariadbServer::start_with(false, true, None)
     }
 
-    fn start_with(durable: bool, tls: bool) -> MariadbServer {
+    fn start_with(durable: bool, tls: bool, server_id: Option<u32>) -> MariadbServer {
         let binary = server_binary();
         let install = require_binary("mariadb-install-db");
         require_binary("mariadb-admin");
@@ -120,18 +187,25 @@ impl MariadbServer {
             durable,
             tls,
             clock: None,
+            server_id,
             process: None,
         };
+        // A replica (an id above 1) gets the user and the database from
+        // its primary's log.
+        let replica = server_id.is_some_and(|id| id > 1);
         for _ in 0..5 {
             server.port = free_port();
-            if server.launch() {
+            if !server.launch() {
+                continue;
+            }
+            if !replica {
                 server.sql(&format!(
                     "CREATE USER 'lockward'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}';
                      CREATE DATABASE lockward;
                      GRANT ALL ON lockward.* TO 'lockward'@'127.0.0.1';"
                 ));
-                return server;
             }
+            return server;
         }
         panic!("mariadbd did not start; log:\n{}", server.log());
     }
@@ -162,6 +236,14 @@ impl MariadbServer {
             .arg(format!("--innodb-flush-log-at-trx-commit={flush}"))
             .args(["--skip-name-resolve", "--max-connections=1000"])
             .arg("--innodb-buffer-pool-size=64M");
+        if let Some(id) = self.server_id {
+            cmd.arg(format!("--server-id={id}"))
+                .arg(format!(
+                    "--log-bin={}",
+                    self.dir.path().join("binlog").display()
+                ))
+                .args(["--binlog-format=ROW", "--log-slave-updates"]);
+        }
         if self.tls {
             let file = |name: &str| self.dir.path().join(name).display().to_string();
             cmd.arg(format!("--ssl-ca={}", file("ca.pem")))

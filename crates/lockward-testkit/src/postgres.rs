@@ -1,7 +1,8 @@
 //! PostgreSQL on a free loopback port: `initdb` and `postgres` run as the
 //! `postgres` user (the server refuses root), with `fsync=off` for speed.
 //! TCP connections need the password (scram-sha-256), so tests can check a
-//! wrong one; the helper `psql` uses the local socket.
+//! wrong one; the helper `psql` uses the local socket. A streaming standby
+//! of a test server is made with `pg_basebackup -R` (`start_standby`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -131,6 +132,101 @@ impl PostgresServer {
         panic!("postgres did not start; log:\n{}", server.log());
     }
 
+    /// A streaming standby of `primary` on a port of its own: its data
+    /// copied with `pg_basebackup -R` (which writes `standby.signal` and
+    /// the connection to the primary), started with the primary's settings.
+    /// It follows the primary until [`promote`](PostgresServer::promote).
+    pub fn start_standby(primary: &PostgresServer) -> PostgresServer {
+        let dir = crate::scratch::data_dir("postgres-standby");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(dir.path(), Some(primary.uid), Some(primary.gid))
+            .expect("chown the data folder");
+        // Over the primary's socket, where the postgres role needs no
+        // password; the standby keeps following it there.
+        let out = Command::new(primary.bin.join("pg_basebackup"))
+            .arg("-h")
+            .arg(primary.dir.path())
+            .args(["-p", &primary.port.to_string(), "-U", "postgres"])
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-R", "-X", "stream", "--checkpoint=fast"])
+            .uid(primary.uid)
+            .gid(primary.gid)
+            .output()
+            .expect("run pg_basebackup");
+        assert!(
+            out.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut standby = PostgresServer {
+            dir,
+            bin: primary.bin.clone(),
+            port: 0,
+            uid: primary.uid,
+            gid: primary.gid,
+            tls: false,
+            durable: primary.durable,
+            clock: None,
+            process: None,
+        };
+        for _ in 0..5 {
+            standby.port = free_port();
+            if standby.launch() {
+                return standby;
+            }
+        }
+        panic!("the standby did not start; log:\n{}", standby.log());
+    }
+
+    /// Waits until every standby streaming from this primary has replayed
+    /// what the primary has written so far.
+    pub fn await_standbys_caught_up(&self) {
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let behind = self.psql(
+                "SELECT count(*) FROM pg_stat_replication
+                 WHERE replay_lsn IS NULL OR replay_lsn < pg_current_wal_lsn()",
+            );
+            let streaming = self.psql("SELECT count(*) FROM pg_stat_replication");
+            if behind == "0" && streaming != "0" {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "the standbys did not catch up in 30 s ({streaming} streaming, {behind} behind)"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops (SIGSTOP) this primary's WAL senders: its standbys fall
+    /// behind while it goes on committing, as a standby does whose link
+    /// is slow or cut. A [`kill9`](PostgresServer::kill9) ends them.
+    pub fn pause_wal_senders(&self) {
+        let pids = self.psql("SELECT pid FROM pg_stat_replication");
+        assert!(!pids.is_empty(), "no standby is streaming from this server");
+        for pid in pids.lines() {
+            let pid: i32 = pid.trim().parse().expect("a pid");
+            // SAFETY: a plain syscall on a process of the server we started.
+            unsafe {
+                libc::kill(pid, libc::SIGSTOP);
+            }
+        }
+    }
+
+    /// Promotes a standby to a primary (`pg_promote`, which waits until
+    /// the server accepts writes).
+    pub fn promote(&self) {
+        let done = self.psql("SELECT pg_promote(true, 60)");
+        assert_eq!(
+            done,
+            "t",
+            "the standby was not promoted; log:\n{}",
+            self.log()
+        );
+    }
+
     fn launch(&mut self) -> bool {
         let mut cmd = crate::clocked_command(self.bin.join("postgres"), self.clock.as_deref());
         cmd.arg("-D")
@@ -255,9 +351,16 @@ impl PostgresServer {
         self.process.as_ref().and_then(ServerProcess::pid)
     }
 
-    /// kill -9 the postmaster (its backends exit with it).
+    /// kill -9 the postmaster and every backend at once, as a crash of
+    /// its machine would (a stopped WAL sender included).
     pub fn kill9(&mut self) {
         if let Some(mut p) = self.process.take() {
+            for pid in p.pid().map(crate::process::descendants).unwrap_or_default() {
+                // SAFETY: a plain syscall on a process below one we started.
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGKILL);
+                }
+            }
             p.kill();
         }
     }

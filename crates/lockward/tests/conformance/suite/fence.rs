@@ -11,18 +11,22 @@ use super::{short, unique, Fixture};
 /// is paused past its TTL, B takes it (a larger fence) and writes, A
 /// resumes and writes with its old fence: refused, and B's value stays.
 pub async fn paused_holders_write_is_refused(f: &dyn Fixture) {
+    // The resources first: starting their servers on a busy machine
+    // takes longer than any lease in this test should have to last.
+    let resources = crate::resources::all().await;
     let store = f.store().await;
     let name = unique("fenced");
     let a = store.try_acquire(&name, &short(300)).await.unwrap();
-    // A is paused: no renewal, nothing sent. B waits for the lock.
+    // A is paused: no renewal, nothing sent. B waits for the lock and
+    // holds it for the whole test (its expiry is not what is tested).
     let b = f
         .store()
         .await
-        .acquire(&name, &short(5_000).wait(Duration::from_secs(5)))
+        .acquire(&name, &short(60_000).wait(Duration::from_secs(30)))
         .await
         .expect("B never got the lock");
     assert!(b.fence() > a.fence(), "{} <= {}", b.fence(), a.fence());
-    for (kind, resource) in crate::resources::all().await {
+    for (kind, resource) in resources {
         let key = unique("account");
         resource.write(&key, b"B", b.fence()).await.unwrap();
         match resource.write(&key, b"A", a.fence()).await {
