@@ -4,6 +4,7 @@
 //! promoted server must still exceed every fence granted before (the
 //! rule `max(stored + 1, the server's clock in µs)`, docs/fences.md).
 
+use lockward::recipe::Semaphore;
 use lockward::{LockOptions, Store};
 use lockward_testkit::{MariadbServer, PostgresServer};
 
@@ -18,6 +19,21 @@ async fn grants(url: &str, n: usize) -> u64 {
         assert!(guard.fence() > last, "{} after {last}", guard.fence());
         last = guard.fence();
         guard.release().await.unwrap();
+    }
+    last
+}
+
+/// Takes and gives back a permit of the semaphore [`NAME`] `n` times on
+/// `url`; the last fence.
+async fn permit_grants(url: &str, n: usize) -> u64 {
+    let semaphore = Semaphore::new(Store::open(url).await.unwrap(), NAME, 2).unwrap();
+    let mut last = 0;
+    for _ in 0..n {
+        let permit = semaphore.try_acquire(&LockOptions::new()).await.unwrap();
+        let fence = permit.guard().fence();
+        assert!(fence > last, "{fence} after {last}");
+        last = fence;
+        permit.release().await.unwrap();
     }
     last
 }
@@ -40,7 +56,7 @@ async fn a_promoted_postgres_standby_passes_every_fence_its_primary_granted() {
     let standby = PostgresServer::start_standby(&primary);
     // Each mode, and a query of where its fences come from: the lock's row
     // (lease mode), the table's sequence (advisory mode: the row lives
-    // only while the lock is held).
+    // only while the lock is held; semaphores' permits).
     let modes = [
         (
             "",
@@ -51,18 +67,22 @@ async fn a_promoted_postgres_standby_passes_every_fence_its_primary_granted() {
             "SELECT last_value FROM lockward_advisory_fence",
         ),
     ];
+    let permits = "SELECT last_value FROM lockward_locks_fence";
     for (mode, _) in modes {
         grants(&format!("{}{mode}", primary.url()), 3).await;
     }
+    permit_grants(&primary.url(), 3).await;
     primary.await_standbys_caught_up();
     // The standby stops receiving; the primary grants more than one WAL
-    // record of the fence sequence covers (32 values).
+    // record of a sequence covers (32 values).
     primary.pause_wal_senders();
     let mut granted = Vec::new();
     for (mode, _) in modes {
         granted.push(grants(&format!("{}{mode}", primary.url()), 40).await);
     }
+    let permit_granted = permit_grants(&primary.url(), 40).await;
     let before: Vec<String> = modes.iter().map(|(_, query)| primary.psql(query)).collect();
+    let permits_before = primary.psql(permits);
     primary.kill9();
     standby.promote();
     for (((mode, query), granted), before) in modes.into_iter().zip(granted).zip(before) {
@@ -73,6 +93,12 @@ async fn a_promoted_postgres_standby_passes_every_fence_its_primary_granted() {
             "{mode}: fence {after} on the promoted standby, while {granted} was granted"
         );
     }
+    assert_lost(&permits_before, &standby.psql(permits), permits);
+    let after = permit_grants(&standby.url(), 1).await;
+    assert!(
+        after > permit_granted,
+        "a permit's fence {after} on the promoted standby, while {permit_granted} was granted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
