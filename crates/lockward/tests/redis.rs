@@ -364,3 +364,69 @@ async fn a_user_whose_acl_lacks_what_lockward_needs_is_denied_at_once() {
     assert!(shown.contains("ACL"), "{shown}");
     assert!(!shown.contains("reader-secret"), "password leaked: {shown}");
 }
+
+/// The doctor's one finding for `check` (the first whose name ends so).
+fn finding<'a>(
+    report: &'a [lockward::doctor::Finding],
+    check: &str,
+) -> &'a lockward::doctor::Finding {
+    report
+        .iter()
+        .find(|f| f.check.ends_with(check))
+        .unwrap_or_else(|| panic!("no {check} finding in {report:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_says_what_a_crash_can_lose() {
+    let primary = RedisServer::start();
+    let url: lockward::StoreUrl = primary.url().parse().unwrap();
+    let cases = [
+        (&["CONFIG", "SET", "save", ""][..], "every lock and permit"),
+        (
+            &["CONFIG", "SET", "save", "3600 1"][..],
+            "every grant since the last snapshot",
+        ),
+        (
+            &["CONFIG", "SET", "appendonly", "yes"][..],
+            "the last second of grants",
+        ),
+        (
+            &["CONFIG", "SET", "appendfsync", "always"][..],
+            "no acknowledged grant",
+        ),
+    ];
+    for (command, loses) in cases {
+        primary.cli(command);
+        let report = lockward::doctor::diagnose(&url).await;
+        let crash = finding(&report, "crash");
+        assert!(crash.detail.contains(loses), "{command:?}: {crash:?}");
+        assert!(crash.detail.contains("fences"), "{crash:?}");
+        let safe = loses == "no acknowledged grant";
+        assert_eq!(
+            crash.level == lockward::doctor::Level::Ok,
+            safe,
+            "{crash:?}"
+        );
+    }
+    // With a replica that a failover can promote, its lag and what a
+    // failover loses.
+    let replica = RedisServer::start();
+    replica.replicate(&primary);
+    let report = lockward::doctor::diagnose(&url).await;
+    let replication = finding(&report, "replication");
+    assert!(
+        replication
+            .detail
+            .contains("1 replicas can be promoted (lag ")
+            && replication.detail.contains("min-replicas-to-write 0"),
+        "{replication:?}"
+    );
+    let crash = finding(&report, "crash");
+    assert!(
+        crash
+            .detail
+            .contains("a failover loses the grants the promoted replica had not received"),
+        "{crash:?}"
+    );
+    assert_eq!(crash.level, lockward::doctor::Level::Warning, "{crash:?}");
+}

@@ -68,6 +68,20 @@ async fn a_promoted_postgres_standby_passes_every_fence_its_primary_granted() {
         ),
     ];
     let permits = "SELECT last_value FROM lockward_locks_fence";
+    // The doctor sees the standby, from both sides.
+    let report = lockward::doctor::diagnose(&primary.url().parse().unwrap()).await;
+    let seen = report.iter().find(|f| f.check == "standbys");
+    assert!(
+        seen.is_some_and(|f| f.detail.starts_with("1 standbys, asynchronous")
+            && f.detail.contains("fences still grow")),
+        "{report:?}"
+    );
+    let report = lockward::doctor::diagnose(&standby.url().parse().unwrap()).await;
+    assert!(
+        report[0].level == lockward::doctor::Level::Error
+            && report[0].detail.contains("read-only (a standby?)"),
+        "{report:?}"
+    );
     for (mode, _) in modes {
         grants(&format!("{}{mode}", primary.url()), 3).await;
     }

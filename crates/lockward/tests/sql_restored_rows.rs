@@ -3,7 +3,7 @@
 //! last commits, a restore from last night's backup): the lock rows and
 //! the fence sequence are set back to what they were three grants ago, as
 //! such a server has them, and the next grant must still exceed every
-//! fence granted before.
+//! fence granted before. SQLite: the file itself restored from a copy.
 
 use lockward::{LockOptions, Store};
 use lockward_testkit::{MariadbServer, PostgresServer};
@@ -75,4 +75,31 @@ async fn mysql_lease_and_named_fences_pass_rows_brought_back_older() {
             fences[2]
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_fences_pass_a_file_restored_from_an_older_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let copy = dir.path().join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    let url = format!("sqlite://{}/locks.db", live.display());
+    let store = Store::open(&url).await.unwrap();
+    three_grants(&store, "restored").await;
+    // A copy of the file as it is now (with its write-ahead log: nothing
+    // writes while it is taken).
+    for entry in std::fs::read_dir(&live).unwrap().flatten() {
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
+    let fences = three_grants(&store, "restored").await;
+    drop(store);
+    std::fs::remove_dir_all(&live).unwrap();
+    std::fs::rename(&copy, &live).unwrap();
+    let store = Store::open(&url).await.unwrap();
+    let after = next_fence(&store, "restored").await;
+    assert!(
+        after > fences[2],
+        "fence {after} after the restore, while {} was granted",
+        fences[2]
+    );
 }

@@ -49,6 +49,13 @@ pub fn pg_error(address: &str, e: &tokio_postgres::Error) -> Error {
         Some(db) if db.code().code() == "42501" => {
             return denied(format!("{}: {}", db.code().code(), db.message()))
         }
+        // read_only_sql_transaction: a standby, or a read-only role; a
+        // failover may make it the primary, so it stays Unavailable.
+        Some(db) if db.code().code() == "25006" => format!(
+            "{}: the server is read-only (a standby?): point lockward at the primary ({})",
+            db.code().code(),
+            db.message()
+        ),
         Some(db) => format!("{}: {}", db.code().code(), db.message()),
         None => match std::error::Error::source(e) {
             Some(cause) => format!("{e}: {cause}"),

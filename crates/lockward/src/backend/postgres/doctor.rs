@@ -1,4 +1,4 @@
-//! PostgreSQL: version, durability settings, clock, poolers.
+//! PostgreSQL: version, durability settings, standbys, clock, poolers.
 
 use std::time::Instant;
 
@@ -70,6 +70,7 @@ pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
         Some(v) => out.push(Finding::new(Level::Ok, "synchronous_commit", v)),
         None => {}
     }
+    out.extend(standbys(&client).await);
     let sent = Instant::now();
     let before = local_ms();
     if let Ok(row) = client
@@ -115,4 +116,38 @@ pub(crate) async fn check(url: &PostgresUrl) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// What a failover to one of this server's standbys can lose. (A standby
+/// itself does not get here: opening the store on it fails, saying it is
+/// read-only.)
+async fn standbys(client: &tokio_postgres::Client) -> Option<Finding> {
+    let row = client
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE sync_state IN ('sync', 'quorum')),
+                    coalesce(max(extract(epoch FROM replay_lag)), 0)::float8
+             FROM pg_stat_replication",
+            &[],
+        )
+        .await
+        .ok()?;
+    let (all, synchronous, lag) = (
+        row.get::<_, i64>(0),
+        row.get::<_, i64>(1),
+        row.get::<_, f64>(2),
+    );
+    Some(match (all, synchronous) {
+        (0, _) => Finding::new(Level::Ok, "standbys", "none streams from this server"),
+        (n, 0) => Finding::new(
+            Level::Warning,
+            "standbys",
+            format!("{n} standbys, asynchronous (replay lag up to {lag:.3} s): a failover loses the grants a promoted standby had not received; fences still grow past every one granted"),
+        )
+        .advise("a lost lock can be granted again while its first holder still works: write through a fenced resource, or make a standby synchronous (synchronous_standby_names)"),
+        (n, s) => Finding::new(
+            Level::Ok,
+            "standbys",
+            format!("{n} standbys, {s} synchronous: a failover to a synchronous one loses no grant"),
+        ),
+    })
 }

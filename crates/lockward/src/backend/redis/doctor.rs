@@ -40,35 +40,25 @@ pub(crate) async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
         &format!("{who}version"),
         format!("Redis {version}"),
     ));
-    let config: Vec<String> = query(&conn, redis::cmd("CONFIG").arg("GET").arg("append*"))
-        .await
-        .unwrap_or_default();
+    // One pattern per call: Redis before 7 takes only one.
+    let mut config: Vec<String> = Vec::new();
+    for pattern in ["append*", "save", "min-replicas-to-write"] {
+        let found: Option<Vec<String>> =
+            query(&conn, redis::cmd("CONFIG").arg("GET").arg(pattern)).await;
+        config.extend(found.unwrap_or_default());
+    }
     let setting = |k: &str| {
         config
             .chunks(2)
             .find(|kv| kv[0] == k)
             .and_then(|kv| kv.get(1).cloned())
     };
-    match (setting("appendonly").as_deref(), setting("appendfsync").as_deref()) {
-        (Some("yes"), Some("always")) => out.push(Finding::new(
-            Level::Ok,
-            &format!("{who}persistence"),
-            "AOF with fsync always: locks and fence counters survive a crash",
-        )),
-        (Some("yes"), Some(fsync)) => out.push(
-            Finding::new(Level::Warning, &format!("{who}persistence"), format!("AOF with fsync {fsync}"))
-                .advise("a crash may lose the last second of locks; fences keep growing (each one at least the server's TIME in µs); set appendfsync always for locks that must survive"),
-        ),
-        (Some(_), _) => out.push(
-            Finding::new(Level::Warning, &format!("{who}persistence"), "no AOF: a restart frees every lock and semaphore permit")
-                .advise("a restarted server lets a second holder in while the first still works: fence your writes, or enable appendonly yes with appendfsync always"),
-        ),
-        _ => out.push(Finding::new(
-            Level::Warning,
-            &format!("{who}persistence"),
-            "CONFIG GET is not allowed; persistence unknown",
-        )),
-    }
+    let persistence = Persistence::of(
+        setting("appendonly").as_deref(),
+        setting("appendfsync").as_deref(),
+        setting("save").as_deref(),
+    );
+    out.push(persistence.finding(who));
     let replication: String = query(&conn, redis::cmd("INFO").arg("replication"))
         .await
         .unwrap_or_default();
@@ -86,11 +76,29 @@ pub(crate) async fn server(url: &RedisUrl, who: &str) -> Vec<Finding> {
             .advise("point lockward at the primary"),
         );
     } else if replicas > 0 {
+        // `slave0:ip=…,port=…,state=online,offset=…,lag=0`
+        let lags: Vec<String> = (0..replicas)
+            .filter_map(|i| info_field(&replication, &format!("slave{i}")))
+            .filter_map(|line| {
+                line.split(',')
+                    .find_map(|kv| kv.strip_prefix("lag=").map(|l| format!("{l} s")))
+            })
+            .collect();
+        let must = setting("min-replicas-to-write").unwrap_or_else(|| "0".into());
         out.push(
-            Finding::new(Level::Warning, &format!("{who}replication"), format!("{replicas} replicas can be promoted"))
-                .advise("replication is asynchronous: a failover can lose a lock and admit a second holder (fences keep growing across it); fence your writes, or use redlock:// over independent masters"),
+            Finding::new(
+                Level::Warning,
+                &format!("{who}replication"),
+                format!(
+                    "{replicas} replicas can be promoted (lag {}); asynchronous, min-replicas-to-write {must}",
+                    lags.join(", ")
+                ),
+            )
+            .advise("a failover can lose the last grants and admit a second holder (fences keep growing across it); fence your writes, or use redlock:// over independent masters"),
         );
     }
+    let failover = replicas > 0 || url.sentinel.is_some();
+    out.push(persistence.crash_finding(who, failover));
     let sent = Instant::now();
     let before = local_ms();
     if let Some((secs, micros)) = query::<(i64, i64)>(&conn, &mut redis::cmd("TIME")).await {
@@ -203,4 +211,84 @@ async fn sentinels(url: &RedisUrl) -> Vec<Finding> {
         None => {}
     }
     out
+}
+
+/// What a server keeps of its acknowledged writes across a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Persistence {
+    /// An append-only file flushed on every write.
+    AofAlways,
+    /// An append-only file flushed about once a second (or when the
+    /// operating system pleases).
+    AofLazy,
+    /// Snapshots (RDB) only: a restart brings back the last one.
+    Snapshots,
+    /// Nothing: a restart starts empty.
+    None,
+    /// `CONFIG GET` was refused.
+    Unknown,
+}
+
+impl Persistence {
+    fn of(appendonly: Option<&str>, appendfsync: Option<&str>, save: Option<&str>) -> Persistence {
+        match (appendonly, appendfsync, save) {
+            (Some("yes"), Some("always"), _) => Persistence::AofAlways,
+            (Some("yes"), _, _) => Persistence::AofLazy,
+            (Some(_), _, Some(save)) if !save.trim().is_empty() => Persistence::Snapshots,
+            (Some(_), _, _) => Persistence::None,
+            (None, _, _) => Persistence::Unknown,
+        }
+    }
+
+    fn finding(self, who: &str) -> Finding {
+        let check = format!("{who}persistence");
+        match self {
+            Persistence::AofAlways => Finding::new(
+                Level::Ok,
+                &check,
+                "AOF with fsync always: locks and fence counters survive a crash",
+            ),
+            Persistence::AofLazy => Finding::new(Level::Warning, &check, "AOF without fsync always")
+                .advise("a crash may lose the last second of locks; set appendfsync always for locks that must survive"),
+            Persistence::Snapshots => Finding::new(Level::Warning, &check, "snapshots only (no AOF): a restart brings back the last snapshot")
+                .advise("locks granted since the last snapshot are forgotten at a crash, and a second holder can get one while the first still works: fence your writes, or enable appendonly yes with appendfsync always"),
+            Persistence::None => Finding::new(Level::Warning, &check, "no AOF and no snapshots: a restart frees every lock and semaphore permit")
+                .advise("a restarted server lets a second holder in while the first still works: fence your writes, or enable appendonly yes with appendfsync always"),
+            Persistence::Unknown => Finding::new(Level::Warning, &check, "CONFIG GET is not allowed; persistence unknown"),
+        }
+    }
+
+    /// One sentence: what a crash (and a failover, when a replica can be
+    /// promoted) of this deployment can lose, and that fences survive it.
+    fn crash_finding(self, who: &str, failover: bool) -> Finding {
+        let server = match self {
+            Persistence::AofAlways => None,
+            Persistence::AofLazy => Some("the last second of grants"),
+            Persistence::Snapshots => Some("every grant since the last snapshot"),
+            Persistence::None => Some("every lock and permit"),
+            Persistence::Unknown => Some("what its persistence does not keep (unknown)"),
+        };
+        let lost = match (server, failover) {
+            (None, false) => {
+                return Finding::new(
+                    Level::Ok,
+                    &format!("{who}crash"),
+                    "a crash loses no acknowledged grant; fences keep growing",
+                )
+            }
+            (None, true) => {
+                "a failover loses the grants the promoted replica had not received".to_string()
+            }
+            (Some(s), false) => format!("a crash loses {s}"),
+            (Some(s), true) => format!(
+                "a crash loses {s}, a failover the grants the promoted replica had not received"
+            ),
+        };
+        Finding::new(
+            Level::Warning,
+            &format!("{who}crash"),
+            format!("{lost}; fences still grow past every one granted (each is at least the server's clock in µs, see clock offset)"),
+        )
+        .advise("a lost lock can be granted again while its first holder still works: write through a fenced resource")
+    }
 }

@@ -3,7 +3,9 @@
 //!
 //! One row per name in `lockward_locks` (name, owner, holder label, fence,
 //! expiry). Rows are never deleted, so the fence counter survives release,
-//! expiry and reopening the file. Every change runs in `BEGIN IMMEDIATE`,
+//! expiry and reopening the file; each fence is at least the wall clock in
+//! µs, so a file restored from an older copy does not issue its fences
+//! again. Every change runs in `BEGIN IMMEDIATE`,
 //! which takes SQLite's write lock up front, so two processes can never both
 //! see a lock as free. Expiry is measured on the host's boot clock
 //! (`CLOCK_BOOTTIME`), which every process of the host shares and which

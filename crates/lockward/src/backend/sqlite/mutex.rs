@@ -255,16 +255,21 @@ impl LockBackend for SqliteBackend {
                     expires_in: Some(remaining(expires_at, now)),
                 },
                 _ => {
+                    // max(fence + 1, the wall clock in µs): a file restored
+                    // from an older copy does not hand its fences out again.
                     let fence: i64 = tx
                         .prepare_cached(
                             "INSERT INTO lockward_locks (name, owner, holder, fence, expires_at)
-                             VALUES (?1, ?2, ?3, 1, ?4)
+                             VALUES (?1, ?2, ?3, max(1, ?5), ?4)
                              ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,
-                                 holder = excluded.holder, fence = fence + 1,
+                                 holder = excluded.holder, fence = max(fence + 1, ?5),
                                  expires_at = excluded.expires_at
                              RETURNING fence",
                         )?
-                        .query_row(params![name, &owner[..], label, now + ttl], |r| r.get(0))?;
+                        .query_row(
+                            params![name, &owner[..], label, now + ttl, wall_clock_us()],
+                            |r| r.get(0),
+                        )?;
                     Attempt::Granted {
                         fence: fence as u64,
                     }
@@ -385,4 +390,12 @@ impl SqliteBackend {
         })
         .await
     }
+}
+
+/// Microseconds since 1970 on the host's wall clock (0 before 1970): the
+/// floor of every fence (see `docs/fences.md`).
+fn wall_clock_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
