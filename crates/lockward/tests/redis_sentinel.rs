@@ -278,3 +278,32 @@ async fn bad_sentinel_urls_and_doctor() {
     let err = Store::open(&wrong).await.unwrap_err();
     assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_both_replicas_confirmed_survive_a_failover() {
+    let mut set = tokio::task::block_in_place(|| RedisSentinels::start(2));
+    let store = Store::open(&format!("{}?replicas=2", set.url()))
+        .await
+        .unwrap();
+    let opts = LockOptions::new().ttl(Duration::from_secs(60));
+    let mut held = Vec::new();
+    for i in 0..50 {
+        held.push(
+            store
+                .try_acquire(&format!("confirmed-{i}"), &opts)
+                .await
+                .unwrap(),
+        );
+    }
+    // The primary dies right after the last acknowledged grant.
+    let (_, new) = tokio::task::block_in_place(|| set.kill_primary());
+    let primary = set.node(new).unwrap();
+    for guard in &held {
+        let key = format!("lockward:{}", guard.name().as_str());
+        assert_eq!(
+            primary.cli(&["GET", &key]),
+            guard.lease().owner.to_string(),
+            "the promoted replica lost the confirmed grant of {key}"
+        );
+    }
+}

@@ -86,6 +86,9 @@ pub struct Results {
     pub semaphore_crowd: Option<(usize, Result<bench::Crowd, String>)>,
     /// Read-write lock handles, and what was measured with them.
     pub rw: Option<(usize, Result<RwFigures, String>)>,
+    /// With `replicas=` in the URL: the median cycle with it and without
+    /// (the same URL less it), taken in turn.
+    pub replicas: Option<Result<(Duration, Duration), String>>,
     /// Idle listening sessions of another program open during the run.
     pub idle_listeners: usize,
 }
@@ -179,6 +182,23 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         }
     };
     bar.inc(1);
+    let replicas = match without_replicas(url) {
+        Some(plain) => {
+            bar.set_message("cycles with and without replicas=");
+            let name = format!("{prefix}/replicas");
+            let measured = async {
+                let plain = Store::open(&plain).await?;
+                bench::paired_cycles(store, &plain, &name, args.duration).await
+            };
+            Some(
+                measured
+                    .await
+                    .map(|(with, without)| (with.quantile(0.5), without.quantile(0.5)))
+                    .map_err(|e| e.to_string()),
+            )
+        }
+        None => None,
+    };
     let mut throughput = Vec::new();
     for &n in &args.clients {
         for &same_name in &same {
@@ -332,6 +352,7 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         semaphore_native: store.capabilities().native_semaphore,
         semaphore_crowd,
         rw,
+        replicas,
         idle_listeners: args.idle_listeners,
     };
     if let Some(path) = &args.svg {
@@ -346,6 +367,21 @@ pub async fn bench(store: &Store, url: &str, args: BenchArgs) -> u8 {
         print!("{}", report::table(&results));
     }
     0
+}
+
+/// `url` without its `replicas=` and `replicas_timeout=`, when it has them.
+fn without_replicas(url: &str) -> Option<String> {
+    let (base, query) = url.split_once('?')?;
+    let is_replicas = |p: &&str| p.starts_with("replicas=") || p.starts_with("replicas_timeout=");
+    let params: Vec<&str> = query.split('&').collect();
+    if !params.iter().any(is_replicas) {
+        return None;
+    }
+    let kept: Vec<&str> = params.into_iter().filter(|p| !is_replicas(p)).collect();
+    Some(match kept.as_slice() {
+        [] => base.to_string(),
+        _ => format!("{base}?{}", kept.join("&")),
+    })
 }
 
 /// Opens `n` idle listening sessions of another program on the server of

@@ -127,6 +127,14 @@ pub fn json(r: &Results) -> Value {
         }),
         Err(e) => json!({ "clients": clients, "error": e }),
     });
+    let replicas = r.replicas.as_ref().map(|measured| match measured {
+        Ok((with, without)) => json!({
+            "with_p50_us": us(*with),
+            "without_p50_us": us(*without),
+            "ratio": ratio(*with, *without),
+        }),
+        Err(e) => json!({ "error": e }),
+    });
     json!({
         "store": r.store,
         "duration_s": r.duration.as_secs_f64(),
@@ -148,6 +156,7 @@ pub fn json(r: &Results) -> Value {
         "semaphore": semaphore,
         "semaphore_crowd": semaphore_crowd,
         "rw_lock": rw,
+        "replicas": replicas,
         "latency_curves": { "cycle": curve(&r.cycles), "handoff": curve(&r.handoffs) },
     })
 }
@@ -317,6 +326,19 @@ pub fn table(r: &Results) -> String {
             ),
         ),
         Some((_, Err(e))) => line(&mut out, format!("read-write lock: {e}")),
+        None => {}
+    }
+    match &r.replicas {
+        Some(Ok((with, without))) => line(
+            &mut out,
+            format!(
+                "replicas= (median cycle, taken in turn): {:.0} µs with it, {:.0} µs without ({:.2}×)",
+                us(*with),
+                us(*without),
+                ratio(*with, *without)
+            ),
+        ),
+        Some(Err(e)) => line(&mut out, format!("replicas=: {e}")),
         None => {}
     }
     match &r.keyspace {

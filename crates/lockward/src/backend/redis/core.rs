@@ -10,7 +10,7 @@ use super::keys;
 use super::permit_scripts::PermitScripts;
 use super::reader_scripts::ReaderScripts;
 use super::scripts::Scripts;
-use super::url::RedisUrl;
+use super::url::{RedisUrl, Replicas};
 use crate::backend::Capabilities;
 use crate::error::{Error, Result};
 use crate::name::Name;
@@ -41,6 +41,8 @@ pub struct RedisBackend {
     pub(super) scripts: Scripts,
     pub(super) permit_scripts: PermitScripts,
     pub(super) reader_scripts: ReaderScripts,
+    /// How many replicas must confirm each grant (`replicas=`).
+    pub(super) replicas: Option<Replicas>,
 }
 
 impl RedisBackend {
@@ -73,6 +75,7 @@ impl RedisBackend {
             scripts: Scripts::new(),
             permit_scripts: PermitScripts::new(),
             reader_scripts: ReaderScripts::new(),
+            replicas: url.replicas,
         })
     }
 

@@ -22,6 +22,8 @@
 //! - **Redis Sentinel** (`redis+sentinel://`): the same scripts on the
 //!   primary the sentinels name, found again after a failover (see
 //!   `sentinel.rs`); fences keep growing across it (see [`scripts::NEXT_FENCE`]).
+//! - **Replicas** (`replicas=N`): a grant or renewal is answered once N
+//!   replicas confirm it (`WAIT`), else undone (see `replicas.rs`).
 //!
 //! Expiry is timed by Redis's clock (`PX`), so client clock skew does not
 //! matter. Key names are documented in [`keys`].
@@ -50,6 +52,8 @@ mod reader_scripts;
 mod readers;
 #[cfg(feature = "redis")]
 mod records;
+#[cfg(feature = "redis")]
+mod replicas;
 #[cfg(feature = "redis")]
 pub mod scripts;
 #[cfg(feature = "redis")]

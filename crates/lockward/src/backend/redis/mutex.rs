@@ -54,7 +54,9 @@ impl LockBackend for RedisBackend {
                     .arg(ttl_millis(ttl)),
             )
             .await?;
-        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
+        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))?;
+        self.confirm_replicated(&format!("the renewal of {:?}", name.as_str()))
+            .await
     }
 
     async fn release(&self, name: &Name, owner: OwnerId) -> Result<()> {
@@ -189,7 +191,16 @@ impl RedisBackend {
                     .arg(place.map_or(0, ttl_millis)),
             )
             .await?;
-        acquire_reply(&reply, &keys).map_err(|message| self.protocol(message))
+        let attempt = acquire_reply(&reply, &keys).map_err(|message| self.protocol(message))?;
+        if matches!(attempt, Attempt::Granted { .. }) {
+            let what = format!("the grant of {:?}", req.name.as_str());
+            if let Err(e) = self.confirm_replicated(&what).await {
+                // Undone, so nobody holds what the caller is told it lacks.
+                let _ = self.release(req.name, req.owner).await;
+                return Err(e);
+            }
+        }
+        Ok(attempt)
     }
 }
 

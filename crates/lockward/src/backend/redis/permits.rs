@@ -74,7 +74,15 @@ impl PermitBackend for RedisBackend {
             .await?;
         let number = |i: usize| reply.get(i).and_then(int);
         match (number(0), number(1)) {
-            (Some(1), Some(fence)) if fence > 0 => Ok(fence as u64),
+            (Some(1), Some(fence)) if fence > 0 => {
+                let what = format!("the permits of {:?}", req.name.as_str());
+                if let Err(e) = self.confirm_replicated(&what).await {
+                    // Given back, so nobody holds what the caller lacks.
+                    let _ = self.release_permits(req.name, req.owner).await;
+                    return Err(e);
+                }
+                Ok(fence as u64)
+            }
             (Some(0), Some(free)) => Err(no_permits(
                 req.name.as_str(),
                 take,
@@ -107,7 +115,12 @@ impl PermitBackend for RedisBackend {
                     .arg(ttl_millis(ttl)),
             )
             .await?;
-        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))
+        crate::backend::owner_checked(name, u64::try_from(done).unwrap_or(0))?;
+        self.confirm_replicated(&format!(
+            "the renewal of the permits of {:?}",
+            name.as_str()
+        ))
+        .await
     }
 
     async fn release_permits(&self, name: &Name, owner: OwnerId) -> Result<()> {

@@ -1,6 +1,7 @@
 //! The `redis://`, `rediss://`, `redis+cluster://` and `redis+sentinel://`
 //! URL forms: one server, a cluster's seed nodes or the sentinels that name
-//! a primary, the database, ACL credentials, the key prefix and TLS files.
+//! a primary, the database, ACL credentials, the key prefix, TLS files and
+//! the replicas a grant waits for.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -14,6 +15,16 @@ pub const DEFAULT_PREFIX: &str = "lockward:";
 
 /// Port of a sentinel unless the URL says otherwise.
 pub const DEFAULT_SENTINEL_PORT: u16 = 26379;
+
+/// How long a grant waits for its replicas unless `replicas_timeout=` says.
+pub const DEFAULT_REPLICAS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The most replicas `replicas=` may ask for.
+const MAX_REPLICAS: u32 = 64;
+
+/// The longest `replicas_timeout=`: `WAIT` is one command, and a command's
+/// reply is awaited 2 s (a paused server, a cut link).
+const MAX_REPLICAS_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1_500);
 
 /// The parts of a `redis://`, `rediss://`, `redis+cluster://` or
 /// `redis+sentinel://` URL.
@@ -40,6 +51,19 @@ pub struct RedisUrl {
     pub ca: Option<PathBuf>,
     /// TLS only: client certificate and key PEM files (`cert=`, `key=`).
     pub client_cert: Option<(PathBuf, PathBuf)>,
+    /// `replicas=N[&replicas_timeout=D]`: a grant or renewal is answered
+    /// only once N replicas confirm they have it (`WAIT`).
+    pub replicas: Option<Replicas>,
+}
+
+/// How many replicas must confirm a grant, and how long to wait for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replicas {
+    /// How many (`replicas=`, 1 to 64).
+    pub count: u32,
+    /// How long to wait (`replicas_timeout=`, 1 s by default, at most
+    /// 1.5 s).
+    pub timeout: std::time::Duration,
 }
 
 /// What a `redis+sentinel://` URL says beyond the sentinels' addresses.
@@ -61,7 +85,7 @@ impl RedisUrl {
         let tls = parts.scheme.starts_with("rediss");
         let cluster = parts.scheme.ends_with("+cluster");
         let sentinels = parts.scheme.ends_with("+sentinel");
-        let mut allowed = vec!["prefix"];
+        let mut allowed = vec!["prefix", "replicas", "replicas_timeout"];
         if tls {
             allowed.extend(["ca", "cert", "key"]);
         }
@@ -105,7 +129,9 @@ impl RedisUrl {
                 .parse()
                 .map_err(|_| url_error(format!("the database index {n:?} is not a number")))?,
         };
+        let replicas = replicas(parts, cluster)?;
         Ok(RedisUrl {
+            replicas,
             tls,
             cluster,
             sentinel,
@@ -163,6 +189,15 @@ impl fmt::Display for RedisUrl {
                 params.push("sentinel_password=***".to_string());
             }
         }
+        if let Some(replicas) = &r.replicas {
+            params.push(format!("replicas={}", replicas.count));
+            if replicas.timeout != DEFAULT_REPLICAS_TIMEOUT {
+                params.push(format!(
+                    "replicas_timeout={}ms",
+                    replicas.timeout.as_millis()
+                ));
+            }
+        }
         if let Some(ca) = &r.ca {
             params.push(format!("ca={}", ca.display()));
         }
@@ -174,4 +209,41 @@ impl fmt::Display for RedisUrl {
         }
         Ok(())
     }
+}
+
+/// The URL's `replicas=` and `replicas_timeout=`.
+fn replicas(parts: &Parts, cluster: bool) -> Result<Option<Replicas>> {
+    let Some(count) = parts.param("replicas") else {
+        if parts.param("replicas_timeout").is_some() {
+            return Err(url_error("replicas_timeout= needs replicas=N beside it"));
+        }
+        return Ok(None);
+    };
+    let count: u32 = count
+        .parse()
+        .ok()
+        .filter(|n| (1..=MAX_REPLICAS).contains(n))
+        .ok_or_else(|| {
+            url_error(format!(
+                "replicas={count:?}: give how many replicas must confirm a grant, 1 to {MAX_REPLICAS}"
+            ))
+        })?;
+    if cluster {
+        return Err(url_error(
+            "replicas= is not supported on a Redis Cluster: WAIT must follow the grant on its node's connection; use redis:// or redis+sentinel://",
+        ));
+    }
+    let timeout = match parts.param("replicas_timeout") {
+        None => DEFAULT_REPLICAS_TIMEOUT,
+        Some(text) => crate::duration::parse(text)
+            .ok()
+            .filter(|d| (std::time::Duration::from_millis(1)..=MAX_REPLICAS_TIMEOUT).contains(d))
+            .ok_or_else(|| {
+                url_error(format!(
+                    "replicas_timeout {text:?}: give a duration from 1ms to {}ms, such as 500ms",
+                    MAX_REPLICAS_TIMEOUT.as_millis()
+                ))
+            })?,
+    };
+    Ok(Some(Replicas { count, timeout }))
 }

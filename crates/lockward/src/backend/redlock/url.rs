@@ -57,6 +57,7 @@ impl RedlockUrl {
             prefix: self.prefix.clone(),
             ca: None,
             client_cert: None,
+            replicas: None,
         }
     }
 }
