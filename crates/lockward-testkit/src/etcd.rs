@@ -179,6 +179,60 @@ impl EtcdCluster {
             .collect()
     }
 
+    /// Saves a snapshot of the keyspace as it is now (`etcdctl snapshot
+    /// save`) into the cluster's folder; its path.
+    pub fn save_snapshot(&self) -> std::path::PathBuf {
+        let path = self
+            .dir
+            .path()
+            .join(format!("snapshot-{}.db", next_snapshot_number()));
+        let out = self
+            .etcdctl_command(&["snapshot", "save", &path.display().to_string()])
+            .output()
+            .expect("run etcdctl snapshot save");
+        assert!(
+            out.status.success(),
+            "etcdctl snapshot save failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        path
+    }
+
+    /// Restores a one-member cluster from `snapshot`, as an operator does
+    /// from last night's backup: the member is killed with kill -9, its
+    /// data replaced by `etcdctl snapshot restore` (revisions go back to
+    /// the snapshot's), and started again on the same ports.
+    pub fn restore_snapshot(&mut self, snapshot: &std::path::Path) {
+        assert_eq!(self.members.len(), 1, "restores are for one member");
+        self.kill9(0);
+        let data = self
+            .dir
+            .path()
+            .join(format!("{}.data", self.members[0].name));
+        std::fs::remove_dir_all(&data).expect("remove the member's data");
+        let m = &self.members[0];
+        let out = Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(["snapshot", "restore", &snapshot.display().to_string()])
+            .args(["--data-dir", &data.display().to_string()])
+            .args(["--name", &m.name])
+            .args(["--initial-cluster", &self.initial_cluster()])
+            .args(["--initial-cluster-token", &self.token])
+            .args([
+                "--initial-advertise-peer-urls",
+                &format!("http://127.0.0.1:{}", m.peer_port),
+            ])
+            .output()
+            .expect("run etcdctl snapshot restore");
+        assert!(
+            out.status.success(),
+            "etcdctl snapshot restore failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.launch(0, "new");
+        self.wait_ready();
+    }
+
     /// Runs `etcdctl` against every member with `args`; returns stdout.
     pub fn etcdctl(&self, args: &[&str]) -> String {
         let out = self.etcdctl_command(args).output().expect("run etcdctl");
@@ -285,4 +339,11 @@ fn healthy(port: u16) -> bool {
     let mut body = String::new();
     let _ = s.read_to_string(&mut body);
     body.contains("\"health\":\"true\"")
+}
+
+/// A few characters that make a file name unique within a run.
+fn next_snapshot_number() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed).to_string()
 }

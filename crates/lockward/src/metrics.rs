@@ -13,6 +13,7 @@
 //! | `lockward_waiting` | `store` | acquisitions of this process waiting now (gauge) |
 //! | `lockward_lost_total` | `store`, `reason` (`expired`, `taken_over`, `session_ended`, `forced_unlock`) | leases lost while held |
 //! | `lockward_renewals_total` | `store`, `outcome` (`ok`, `error`) | renewals |
+//! | `lockward_fence_went_back_total` | `store` | grants refused because their fence was not above one granted before for the name (the store went back) |
 //! | `lockward_leader` | `election` | 1 while this process leads, else 0 (gauge) |
 //! | `lockward_elections_total` | `election`, `event` (`elected`, `revoked`, `resigned`) | leadership changes of this process |
 //! | `lockward_cron_runs_total` | `cron` (the job's name), `outcome` (`ok`, `failed`, `skipped`) | fire times this instance ran or skipped |
@@ -125,4 +126,9 @@ pub(crate) fn rate_limited(limiter: &str) {
 /// An idempotent call's outcome (`ran`, `stored`, `in_progress`).
 pub(crate) fn idempotent(outcome: &'static str) {
     counter!("lockward_idempotent_total", "outcome" => outcome).increment(1);
+}
+
+/// A grant given back because its fence was not above one granted before.
+pub(crate) fn fence_went_back(store: &'static str) {
+    counter!("lockward_fence_went_back_total", "store" => store).increment(1);
 }

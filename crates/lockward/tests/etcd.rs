@@ -291,3 +291,50 @@ async fn extend_past_the_granted_lease_is_refused() {
     assert!(guard.deadline() < Instant::now() + Duration::from_secs(2));
     guard.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_below_a_fence_seen_before_is_refused_after_a_restore() {
+    let mut etcd = EtcdCluster::start_single();
+    let store = Store::open(&etcd.url()).await.unwrap();
+    let opts = LockOptions::new()
+        .ttl(Duration::from_secs(30))
+        .renewal(Renewal::Off);
+    let cycle = |store: Store| {
+        let opts = opts.clone();
+        async move {
+            let guard = store.try_acquire("restored", &opts).await?;
+            let fence = guard.fence();
+            guard.release().await?;
+            Ok::<u64, Error>(fence)
+        }
+    };
+    cycle(store.clone()).await.unwrap();
+    let snapshot = tokio::task::block_in_place(|| etcd.save_snapshot());
+    let mut last = 0;
+    for _ in 0..5 {
+        last = cycle(store.clone()).await.unwrap();
+    }
+    // Last night's backup comes back: revisions go back with it.
+    tokio::task::block_in_place(|| etcd.restore_snapshot(&snapshot));
+    let refused = loop {
+        // The handle reconnects to the restored member.
+        match cycle(store.clone()).await {
+            Err(Error::Unavailable { .. }) => tokio::time::sleep(Duration::from_millis(50)).await,
+            other => break other,
+        }
+    };
+    match refused {
+        Err(Error::Protocol { message, .. }) => assert!(
+            message.contains(&format!("not above fence {last} granted for it before"))
+                && message.contains("the store went back"),
+            "{message}"
+        ),
+        other => panic!("a fence at or below {last} was handed out: {other:?}"),
+    }
+    // The refused grant was given back: nobody holds the lock.
+    assert!(store.inspect("restored").await.unwrap().is_none());
+    // A handle that never saw the old fences cannot tell: a new process
+    // restoring without --bump-revision is what docs/fences.md warns of.
+    let fresh = Store::open(&etcd.url()).await.unwrap();
+    assert!(cycle(fresh).await.unwrap() <= last);
+}

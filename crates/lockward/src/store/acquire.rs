@@ -50,7 +50,11 @@ impl Store {
         metrics::acquisition(self.scheme, outcome, started.elapsed());
         tracing::debug!(outcome, "tried");
         match attempt? {
-            Attempt::Granted { fence } => Ok(self.guard(kind, name, owner, fence, started, opts)),
+            Attempt::Granted { fence } => {
+                self.refuse_fence_gone_back(kind, &name, owner, fence)
+                    .await?;
+                Ok(self.guard(kind, name, owner, fence, started, opts))
+            }
             Attempt::Held { .. } => Err(Error::Busy {
                 name: name.to_string(),
             }),
@@ -120,6 +124,8 @@ impl Store {
         );
         match grant? {
             Some(grant) => {
+                self.refuse_fence_gone_back(kind, &name, owner, grant.fence)
+                    .await?;
                 Ok(self.guard(kind, name.clone(), owner, grant.fence, grant.started, opts))
             }
             None => Err(timed_out()),
@@ -155,6 +161,41 @@ impl Store {
         };
         let fence = permits.take_permits(req, of, take).await?;
         Ok(Attempt::Granted { fence })
+    }
+
+    /// Gives back an exclusive grant whose fence is not above one this
+    /// handle saw granted for `name` before, and says why: the store went
+    /// back, and a paused holder may carry that fence. (Readers and
+    /// permits share a name, so their grants may arrive out of order.)
+    ///
+    /// Cancellation: dropping the future may leave the grant held until
+    /// its TTL.
+    async fn refuse_fence_gone_back(
+        &self,
+        kind: Kind,
+        name: &Name,
+        owner: OwnerId,
+        fence: u64,
+    ) -> Result<()> {
+        if !matches!(kind, Kind::Mutex | Kind::Writer) {
+            return Ok(());
+        }
+        let Err(seen) = self.fences_seen.record(name, fence) else {
+            return Ok(());
+        };
+        metrics::fence_went_back(self.scheme);
+        tracing::error!(lock = %name, fence, seen, "the store granted a fence not above one granted before");
+        let _ = self.hold(kind).release(name, owner).await;
+        Err(Error::Protocol {
+            address: self.address(),
+            message: format!(
+                "{:?} was granted with fence {fence}, not above fence {seen} granted for it \
+                 before: the store went back (restored from an older backup, or its counter \
+                 was reset); the grant was given back, so no two holders share a fence",
+                name.as_str()
+            ),
+            cause: None,
+        })
     }
 
     /// What a guard of `kind` renews and releases through.

@@ -18,6 +18,7 @@ use crate::options::LockOptions;
 use crate::renewer::Renewer;
 
 mod acquire;
+mod fences_seen;
 mod force;
 mod records;
 use crate::url::StoreUrl;
@@ -57,6 +58,9 @@ pub struct Store {
     lines: Arc<Lines>,
     /// The URL's scheme, the `store` label of lockward's metrics.
     scheme: &'static str,
+    /// The highest fence granted per lock name through this handle and
+    /// its clones (a grant not above it is refused: the store went back).
+    fences_seen: Arc<fences_seen::FencesSeen>,
 }
 
 impl Store {
@@ -143,6 +147,7 @@ impl Store {
             renewer: Arc::default(),
             lines: Arc::default(),
             scheme: "custom",
+            fences_seen: Arc::default(),
         }
     }
 
