@@ -15,7 +15,7 @@ use lockward_chaos::workload::Workload;
     about = "Faults against a lockward backend, and a checker"
 )]
 struct Cli {
-    /// The backend: sqlite, redis, redis-persistent, redlock, etcd, zookeeper, postgres, mysql, k8s.
+    /// The backend: sqlite, redis, redis-persistent, redis-sentinel, redlock, etcd, zookeeper, postgres, postgres-failover, mysql, mysql-failover, k8s.
     #[arg(long)]
     backend: Option<String>,
     /// How long the clients run.

@@ -1,9 +1,10 @@
 //! A TCP proxy between clients and one server, which the harness controls:
 //! pass, delay, blackhole (hold every byte), drop (close every connection
-//! and refuse new ones), heal.
+//! and refuse new ones), heal; and move to another server, as a failover
+//! moves a service address to the promoted one.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,6 +32,8 @@ pub struct Proxy {
     generation: watch::Sender<u64>,
     /// Connections closed by faults: the proof that a cut happened.
     pub cut: Arc<AtomicU64>,
+    /// The server new connections go to.
+    target: Arc<Mutex<String>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -42,7 +45,13 @@ impl Proxy {
         let mode = Arc::new(AtomicU8::new(Mode::Pass as u8));
         let (generation, _) = watch::channel(0u64);
         let cut = Arc::new(AtomicU64::new(0));
-        let (m, g, c) = (mode.clone(), generation.clone(), cut.clone());
+        let target = Arc::new(Mutex::new(target));
+        let (m, g, c, t) = (
+            mode.clone(),
+            generation.clone(),
+            cut.clone(),
+            target.clone(),
+        );
         let task = tokio::spawn(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else {
@@ -53,7 +62,8 @@ impl Proxy {
                     drop(client);
                     continue;
                 }
-                let (target, m, c, gen) = (target.clone(), m.clone(), c.clone(), g.subscribe());
+                let target = t.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let (m, c, gen) = (m.clone(), c.clone(), g.subscribe());
                 tokio::spawn(async move {
                     if let Ok(server) = TcpStream::connect(&target).await {
                         pipe(client, server, m, c, gen).await;
@@ -66,6 +76,7 @@ impl Proxy {
             mode,
             generation,
             cut,
+            target,
             task,
         })
     }
@@ -73,6 +84,13 @@ impl Proxy {
     /// `127.0.0.1:PORT` to give clients instead of the server's address.
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Sends new connections to `server` and closes every open one (they
+    /// reach the old server), as a failover moves the service's address.
+    pub fn retarget(&self, server: String) {
+        *self.target.lock().unwrap_or_else(|p| p.into_inner()) = server;
+        self.generation.send_modify(|g| *g += 1);
     }
 
     /// Switches what the proxy does.

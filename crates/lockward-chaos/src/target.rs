@@ -1,7 +1,9 @@
 //! The system under test for each backend: its servers (from the testkit),
 //! a proxy in front of every server, the URL clients use, and the faults
 //! that apply to it. (Redis Sentinel's clients reach the data nodes at the
-//! addresses the sentinels name, so that backend has no proxy faults.)
+//! addresses the sentinels name, so that backend has no proxy faults; the
+//! PostgreSQL and MariaDB failover backends move their proxy to the copy
+//! they promote, as a failover moves a service's address.)
 
 use std::time::{Duration, Instant};
 
@@ -23,7 +25,9 @@ pub const BACKENDS: &[&str] = &[
     "etcd",
     "zookeeper",
     "postgres",
+    "postgres-failover",
     "mysql",
+    "mysql-failover",
     "k8s",
 ];
 
@@ -52,9 +56,10 @@ pub enum FaultKind {
     /// and one semaphore holder, ended by an operator
     /// (`Store::force_unlock`) while they work.
     ForcedUnlock,
-    /// The primary's last writes lost (Redis Sentinel): every replica
-    /// stopped while the primary works on alone, the primary killed with
-    /// kill -9, and a replica that missed those writes promoted.
+    /// The primary's last writes lost (Redis Sentinel, a PostgreSQL
+    /// standby, a MariaDB replica): every copy stopped from receiving
+    /// while the primary works on alone, the primary killed with kill -9,
+    /// and a copy that missed those writes promoted.
     LoseRecentWrites,
 }
 
@@ -88,6 +93,16 @@ enum Servers {
     Mariadb(MariadbServer),
     Kube(KubeApiServer),
     Sentinels(RedisSentinels),
+    /// A PostgreSQL primary and its streaming standby.
+    PostgresPair {
+        primary: PostgresServer,
+        standby: PostgresServer,
+    },
+    /// A MariaDB primary and its replica.
+    MariadbPair {
+        primary: MariadbServer,
+        replica: MariadbServer,
+    },
 }
 
 /// A backend ready for a run.
@@ -134,6 +149,8 @@ impl Target {
                     FaultKind::ForcedUnlock,
                 ]
             }
+            // A copy that fell behind promoted, the proxy moved to it.
+            "postgres-failover" | "mysql-failover" => &[FaultKind::LoseRecentWrites],
             // k8s: kube-apiserver killed; its etcd keeps every Lease.
             "redis" | "redis-persistent" | "k8s" => &[FaultKind::KillServer],
             // The lease backends time expiry by the server's clock.
@@ -156,6 +173,7 @@ impl Target {
             && matches!(kind, FaultKind::KillServer | FaultKind::LoseRecentWrites);
         (self.name == "redis" && kind == FaultKind::KillServer)
             || kind == FaultKind::ClockJump
+            || kind == FaultKind::LoseRecentWrites
             || lost_by_failover
     }
 
@@ -228,6 +246,24 @@ impl Target {
                 proxies.push(proxy(pg.addr()).await?);
                 let url = pg.url().replace(&pg.addr(), &proxies[0].addr());
                 (Servers::Postgres(pg), url, Duration::from_secs(3))
+            }
+            "postgres-failover" => {
+                let primary = PostgresServer::start_durable();
+                let standby =
+                    tokio::task::block_in_place(|| PostgresServer::start_standby(&primary));
+                proxies.push(proxy(primary.addr()).await?);
+                let url = primary.url().replace(&primary.addr(), &proxies[0].addr());
+                let pair = Servers::PostgresPair { primary, standby };
+                (pair, url, Duration::from_secs(5))
+            }
+            "mysql-failover" => {
+                let primary = tokio::task::block_in_place(MariadbServer::start_primary);
+                let replica =
+                    tokio::task::block_in_place(|| MariadbServer::start_replica_of(&primary));
+                proxies.push(proxy(primary.addr()).await?);
+                let url = primary.url().replace(&primary.addr(), &proxies[0].addr());
+                let pair = Servers::MariadbPair { primary, replica };
+                (pair, url, Duration::from_secs(5))
             }
             "mysql" => {
                 // Every commit flushed: a kill -9 must not lose fences.
@@ -325,7 +361,20 @@ impl Target {
                     }
                 )
             }
-            FaultKind::LoseRecentWrites => "only Redis Sentinel's replicas are promoted".into(),
+            FaultKind::LoseRecentWrites
+                if matches!(
+                    self.servers,
+                    Servers::PostgresPair { .. } | Servers::MariadbPair { .. }
+                ) =>
+            {
+                let (proof, forgot) = self.promote_a_lagging_copy(hold).await;
+                forgot_at = Some(forgot);
+                proof
+            }
+            FaultKind::LoseRecentWrites => {
+                "only Redis Sentinel's replicas, PostgreSQL standbys and MariaDB replicas are promoted"
+                    .into()
+            }
             FaultKind::KillServer => {
                 let pid = self.kill_server();
                 tokio::time::sleep(hold).await;
@@ -393,6 +442,54 @@ impl Target {
             proof,
             ended_holds,
             forgot_at,
+        }
+    }
+
+    /// The copy (standby, replica) stops receiving while the primary
+    /// works on alone for `hold`; the primary is killed with kill -9, the
+    /// copy promoted and the proxy moved to it, and a new copy of it made
+    /// for the next time. The proof, and when the store forgot.
+    async fn promote_a_lagging_copy(&mut self, hold: Duration) -> (String, u64) {
+        let proxy = &self.proxies[0];
+        match &mut self.servers {
+            Servers::PostgresPair { primary, standby } => {
+                tokio::task::block_in_place(|| primary.pause_wal_senders());
+                tokio::time::sleep(hold).await;
+                let pid = primary.pid();
+                tokio::task::block_in_place(|| {
+                    primary.kill9();
+                    standby.promote();
+                });
+                let forgot = crate::history::mono_ns();
+                proxy.retarget(standby.addr());
+                let gone = pid.is_some_and(|p| !alive(p));
+                let fresh = tokio::task::block_in_place(|| PostgresServer::start_standby(standby));
+                *primary = std::mem::replace(standby, fresh);
+                let proof = format!(
+                    "the standby stopped receiving for {hold:?}; the primary (pid {pid:?}) killed with SIGKILL (gone: {gone}); the standby promoted and the proxy moved to it; a new standby made"
+                );
+                (proof, forgot)
+            }
+            Servers::MariadbPair { primary, replica } => {
+                tokio::task::block_in_place(|| replica.stop_replicating());
+                tokio::time::sleep(hold).await;
+                let pid = primary.pid();
+                tokio::task::block_in_place(|| {
+                    primary.kill9();
+                    replica.promote();
+                });
+                let forgot = crate::history::mono_ns();
+                proxy.retarget(replica.addr());
+                let gone = pid.is_some_and(|p| !alive(p));
+                let fresh =
+                    tokio::task::block_in_place(|| MariadbServer::start_replica_of(replica));
+                *primary = std::mem::replace(replica, fresh);
+                let proof = format!(
+                    "the replica stopped replicating for {hold:?}; the primary (pid {pid:?}) killed with SIGKILL (gone: {gone}); the replica promoted and the proxy moved to it; a new replica made"
+                );
+                (proof, forgot)
+            }
+            _ => ("no copy to promote".into(), crate::history::mono_ns()),
         }
     }
 
@@ -466,10 +563,12 @@ impl Target {
     /// The server's clock minus the host's wall clock, in seconds.
     fn server_skew(&self) -> Option<i64> {
         let server: i64 = match &self.servers {
-            Servers::Postgres(pg) => {
+            Servers::Postgres(pg) | Servers::PostgresPair { primary: pg, .. } => {
                 pg.psql("SELECT extract(epoch from clock_timestamp())::bigint")
             }
-            Servers::Mariadb(db) => db.sql("SELECT UNIX_TIMESTAMP()"),
+            Servers::Mariadb(db) | Servers::MariadbPair { primary: db, .. } => {
+                db.sql("SELECT UNIX_TIMESTAMP()")
+            }
             _ => return None,
         }
         .trim()

@@ -204,8 +204,19 @@ impl PostgresServer {
     /// behind while it goes on committing, as a standby does whose link
     /// is slow or cut. A [`kill9`](PostgresServer::kill9) ends them.
     pub fn pause_wal_senders(&self) {
-        let pids = self.psql("SELECT pid FROM pg_stat_replication");
-        assert!(!pids.is_empty(), "no standby is streaming from this server");
+        // A standby just started may not be streaming yet.
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        let pids = loop {
+            let pids = self.psql("SELECT pid FROM pg_stat_replication");
+            if !pids.is_empty() {
+                break pids;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "no standby is streaming from this server after 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
         for pid in pids.lines() {
             let pid: i32 = pid.trim().parse().expect("a pid");
             // SAFETY: a plain syscall on a process of the server we started.
