@@ -3,7 +3,8 @@
 //!
 //! - **Acquire**: one script sets the lock key `NX PX ttl` to the owner id
 //!   and mints the fence as `max(counter + 1, server TIME in µs)` into a
-//!   counter that never expires (see [`scripts::ACQUIRE`]).
+//!   counter that never expires (see `lua/acquire.lua`; every script is
+//!   built from the Lua files of `lua/`, one source for every client).
 //! - **Release**: compare-and-delete, then `PUBLISH` on the name's channel.
 //!   **Extend**: compare-and-`PEXPIRE`.
 //! - **Waiting**: subscribe to the name's channel first, then re-check; wake
@@ -21,7 +22,7 @@
 //!   of a name in one hash slot; waiting uses the cluster's pub/sub.
 //! - **Redis Sentinel** (`redis+sentinel://`): the same scripts on the
 //!   primary the sentinels name, found again after a failover (see
-//!   `sentinel.rs`); fences keep growing across it (see [`scripts::NEXT_FENCE`]).
+//!   `sentinel.rs`); fences keep growing across it (see `lua/next_fence.lua`).
 //! - **Replicas** (`replicas=N`): a grant or renewal is answered once N
 //!   replicas confirm it (`WAIT`), else undone (see `replicas.rs`).
 //!
@@ -41,13 +42,11 @@ pub(crate) mod doctor;
 #[cfg(feature = "redis")]
 pub mod keys;
 #[cfg(feature = "redis")]
+pub(crate) mod lua;
+#[cfg(feature = "redis")]
 mod mutex;
 #[cfg(feature = "redis")]
-mod permit_scripts;
-#[cfg(feature = "redis")]
 mod permits;
-#[cfg(feature = "redis")]
-mod reader_scripts;
 #[cfg(feature = "redis")]
 mod readers;
 #[cfg(feature = "redis")]
@@ -55,7 +54,7 @@ mod records;
 #[cfg(feature = "redis")]
 mod replicas;
 #[cfg(feature = "redis")]
-pub mod scripts;
+mod scripts;
 #[cfg(feature = "redis")]
 mod sentinel;
 #[cfg(all(feature = "redis", feature = "bench"))]

@@ -204,7 +204,7 @@ impl RedisBackend {
     }
 }
 
-/// What the acquire script answered (see [`super::scripts::ACQUIRE`]), or
+/// What the acquire script answered (see `lua/acquire.lua`), or
 /// why it is not lockward's.
 fn acquire_reply(reply: &[Value], keys: &keys::Keys) -> std::result::Result<Attempt, String> {
     let detail = reply.get(1);

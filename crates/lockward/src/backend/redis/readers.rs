@@ -4,7 +4,7 @@
 //! A reader is admitted in one script when no writer holds the lock key and
 //! nobody queues ahead of it in the name's line; a writer (any holder of
 //! the lock key) is granted only while no reader's lease is live (see
-//! [`ACQUIRE`](super::scripts::ACQUIRE)). Readers and writers wait in the
+//! `lua/acquire.lua`). Readers and writers wait in the
 //! same line, so a waiting writer keeps out the readers behind it; an
 //! admitted reader tells the next in line, so readers queued together get
 //! in together, and the last reader to leave tells the first in line. A

@@ -64,7 +64,6 @@ mod quorum;
 #[cfg(feature = "redis")]
 mod records;
 #[cfg(feature = "redis")]
-mod scripts;
 #[cfg(all(feature = "redis", feature = "bench"))]
 pub mod side;
 pub mod url;

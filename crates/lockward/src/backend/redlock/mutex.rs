@@ -7,13 +7,12 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use redis::{Script, Value};
 
-use super::scripts;
 use super::url::RedlockUrl;
 use crate::backend::redis::channels::Channels;
 use crate::backend::redis::codec::{int, redis_error, text};
 use crate::backend::redis::conn::Conn;
 use crate::backend::redis::keys;
-use crate::backend::redis::scripts::{self as redis_scripts, LINE};
+use crate::backend::redis::lua::script;
 use crate::backend::time::ttl_millis;
 use crate::backend::{Attempt, Capabilities, Grant, LockBackend, Request, Subscription};
 use crate::error::{Error, Result};
@@ -125,14 +124,14 @@ impl RedlockBackend {
             prefix: url.prefix.clone(),
             masters,
             quorum,
-            grant: Script::new(&format!("{LINE}{}", scripts::GRANT)),
-            raise: Script::new(&format!("{LINE}{}", scripts::RAISE)),
-            release: Script::new(&format!("{LINE}{}", redis_scripts::RELEASE)),
-            extend: Script::new(redis_scripts::EXTEND),
-            hold_back: Script::new(redis_scripts::HOLD_BACK),
-            inspect: Script::new(redis_scripts::INSPECT),
-            leave: Script::new(&format!("{LINE}{}", redis_scripts::LEAVE)),
-            write_versioned: Script::new(scripts::WRITE_VERSIONED),
+            grant: script("redlock_grant"),
+            raise: script("redlock_raise"),
+            release: script("release"),
+            extend: script("extend"),
+            hold_back: script("hold_back"),
+            inspect: script("inspect"),
+            leave: script("leave"),
+            write_versioned: script("redlock_write_versioned"),
         };
         let pings = backend
             .on_all(Duration::from_secs(2), |conn| async move {
