@@ -103,3 +103,88 @@ async fn sqlite_fences_pass_a_file_restored_from_an_older_copy() {
         fences[2]
     );
 }
+
+/// Three versions of record `key`, each written at the one before; the
+/// versions.
+async fn three_versions(store: &Store, key: &lockward::Name) -> [u64; 3] {
+    let backend = store.backend();
+    let ttl = std::time::Duration::from_secs(60);
+    let v1 = backend
+        .write_versioned(key, 0, "a", ttl)
+        .await
+        .unwrap()
+        .unwrap();
+    let v2 = backend
+        .write_versioned(key, v1, "b", ttl)
+        .await
+        .unwrap()
+        .unwrap();
+    let v3 = backend
+        .write_versioned(key, v2, "c", ttl)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(v1 < v2 && v2 < v3, "{v1} {v2} {v3}");
+    [v1, v2, v3]
+}
+
+/// After the row was brought back to its first version, the next write
+/// (at that version) must get a version above every one given out before,
+/// so that a writer still holding a later one can never match.
+async fn assert_versions_pass(store: &Store, key: &lockward::Name, versions: [u64; 3], what: &str) {
+    let read = store.backend().read_versioned(key).await.unwrap().unwrap();
+    assert_eq!(
+        read.version, versions[0],
+        "{what}: the row was not set back"
+    );
+    let ttl = std::time::Duration::from_secs(60);
+    let next = store
+        .backend()
+        .write_versioned(key, versions[0], "d", ttl)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        next > versions[2],
+        "{what}: version {next} after a restore, while {} was given out",
+        versions[2]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_pass_a_record_brought_back_older() {
+    let key = lockward::Name::new("restored-record").unwrap();
+    let pg = PostgresServer::start();
+    let store = Store::open(&pg.url()).await.unwrap();
+    let versions = three_versions(&store, &key).await;
+    pg.psql(&format!(
+        "UPDATE lockward_locks_versioned SET version = {}, value = 'a' WHERE key = '{key}'",
+        versions[0]
+    ));
+    assert_versions_pass(&store, &key, versions, "postgres").await;
+
+    let db = MariadbServer::start();
+    let store = Store::open(&db.url()).await.unwrap();
+    let versions = three_versions(&store, &key).await;
+    db.sql(&format!(
+        "UPDATE lockward.lockward_locks_versioned SET version = {}, record_value = 'a' WHERE record_key = '{key}'",
+        versions[0]
+    ));
+    assert_versions_pass(&store, &key, versions, "mysql").await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/locks.db", dir.path().display());
+    let store = Store::open(&url).await.unwrap();
+    let versions = three_versions(&store, &key).await;
+    // The row as it was after the first version, as a restored copy has it.
+    let file = rusqlite::Connection::open(dir.path().join("locks.db")).unwrap();
+    let changed = file
+        .execute(
+            "UPDATE lockward_versioned SET version = ?1, value = 'a' WHERE key = ?2",
+            rusqlite::params![versions[0] as i64, key.as_str()],
+        )
+        .unwrap();
+    assert_eq!(changed, 1, "the SQLite row was not set back");
+    drop(file);
+    assert_versions_pass(&store, &key, versions, "sqlite").await;
+}

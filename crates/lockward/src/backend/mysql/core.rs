@@ -253,9 +253,8 @@ pub async fn create_tables(db: &Db, t: &str) -> Result<()> {
     .await
 }
 
-/// `prefix` as a `LIKE` pattern that matches it literally, then anything.
 /// The next fence after the row's `fence` column, in SQL: `max(fence + 1,
-/// the server's UTC clock in µs)`; `NEXT_FENCE_OF_NEW` for a row being
+/// the server's UTC clock in µs)`; [`CLOCK_US`] for a row being
 /// inserted. The row alone is not enough: one that came back older than
 /// the fences already granted (a replica promoted before it had the last
 /// commits, a restore from a backup) would hand out those fences again;
@@ -266,10 +265,12 @@ pub async fn create_tables(db: &Db, t: &str) -> Result<()> {
 pub(super) const NEXT_FENCE: &str =
     "GREATEST(fence + 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))";
 
-/// [`NEXT_FENCE`] for a name that has no row yet.
-pub(super) const NEXT_FENCE_OF_NEW: &str =
+/// The server's UTC clock in µs, in SQL: the first fence of a name that has
+/// no row yet, and the floor of every versioned record's version.
+pub(super) const CLOCK_US: &str =
     "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
 
+/// `prefix` as a `LIKE` pattern that matches it literally, then anything.
 pub(super) fn like_prefix(prefix: &str) -> Vec<u8> {
     let mut pattern = Vec::with_capacity(prefix.len() + 1);
     for b in prefix.bytes() {

@@ -90,7 +90,7 @@ impl Sql {
         let took = format!("owner = VALUES(owner) AND expires_at <= {now}");
         let left = format!("TIMESTAMPDIFF(MICROSECOND, {now}, expires_at)");
         let columns = format!("name, owner, holder, fence, {left}");
-        let (first, next) = (core::NEXT_FENCE_OF_NEW, core::NEXT_FENCE);
+        let (first, next) = (core::CLOCK_US, core::NEXT_FENCE);
         Sql {
             acquire: format!(
                 "INSERT INTO {t} (name, owner, holder, fence, expires_at)

@@ -104,7 +104,7 @@ impl NamedBackend {
     /// the holder; keeps `conn` as the holding session.
     async fn record(&self, req: &Request<'_>, mut conn: Conn) -> Result<u64> {
         let t = &self.table;
-        let (first, next) = (super::core::NEXT_FENCE_OF_NEW, super::core::NEXT_FENCE);
+        let (first, next) = (super::core::CLOCK_US, super::core::NEXT_FENCE);
         let sql = format!(
             "INSERT INTO {t} (name, owner, holder, fence, expires_at, session)
              VALUES (?, ?, ?, LAST_INSERT_ID({first}), '9999-12-31', CONNECTION_ID())

@@ -198,7 +198,8 @@ impl RecordBackend for Records {
 
     /// One statement: for `expected` 0 an upsert that may take over an
     /// expired row (its version keeps counting), else an update of the live
-    /// row at that version. The new version comes back as the statement's
+    /// row at that version. The new version, `max(version + 1, the
+    /// server's clock in µs)`, comes back as the statement's
     /// `LAST_INSERT_ID`.
     async fn write_versioned(
         &self,
@@ -209,19 +210,22 @@ impl RecordBackend for Records {
     ) -> Result<Option<u64>> {
         let t = self.table();
         let free = "expires_at <= UTC_TIMESTAMP(6)";
+        // Versions grow as fences do, past a row brought back older.
+        let clock = super::core::CLOCK_US;
+        let next = format!("GREATEST(version + 1, {clock})");
         let (sql, params) = if expected == 0 {
             let sql = format!(
                 "INSERT INTO {t}_versioned (record_key, record_value, version, expires_at)
-                 VALUES (?, ?, LAST_INSERT_ID(1), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)
+                 VALUES (?, ?, LAST_INSERT_ID({clock}), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)
                  ON DUPLICATE KEY UPDATE
-                     version = IF({free}, LAST_INSERT_ID(version + 1), version),
+                     version = IF({free}, LAST_INSERT_ID({next}), version),
                      record_value = IF({free}, VALUES(record_value), record_value),
                      expires_at = IF({free}, VALUES(expires_at), expires_at)"
             );
             (sql, record(key, value, ttl))
         } else {
             let sql = format!(
-                "UPDATE {t}_versioned SET version = LAST_INSERT_ID(version + 1),
+                "UPDATE {t}_versioned SET version = LAST_INSERT_ID({next}),
                      record_value = ?, expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
                  WHERE record_key = ? AND version = ? AND expires_at > UTC_TIMESTAMP(6)"
             );
@@ -234,11 +238,10 @@ impl RecordBackend for Records {
             (sql, params)
         };
         let changed = self.db().exec(&sql, params).await?;
-        Ok(match (changed.rows, changed.last_insert_id) {
-            (0, _) => None,
-            // Inserted: the first version.
-            (1, _) if expected == 0 => Some(1),
-            (_, version) => version,
+        // Inserted or updated, LAST_INSERT_ID(…) is the new version.
+        Ok(match changed.rows {
+            0 => None,
+            _ => changed.last_insert_id,
         })
     }
 }

@@ -80,7 +80,8 @@ impl<T: RecordTables> RecordBackend for T {
 
     /// One statement: for `expected` 0 an insert that may take over an
     /// expired row (its version keeps counting), else an update of the
-    /// live row at that version.
+    /// live row at that version. The new version is `max(version + 1, the
+    /// server's clock in µs)`.
     async fn write_versioned(
         &self,
         key: &Name,
@@ -89,18 +90,20 @@ impl<T: RecordTables> RecordBackend for T {
         ttl: Duration,
     ) -> Result<Option<u64>> {
         let t = self.table();
+        // Versions grow as fences do, past a row brought back older.
+        let clock = super::core::CLOCK_FENCE;
         let sql = if expected == 0 {
             format!(
                 "INSERT INTO {t}_versioned AS r (key, value, version, expires_at)
-                 VALUES ($1, $2, 1, clock_timestamp() + $3::bigint * interval '1 millisecond')
+                 VALUES ($1, $2, {clock}, clock_timestamp() + $3::bigint * interval '1 millisecond')
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value,
-                     version = r.version + 1, expires_at = excluded.expires_at
+                     version = greatest(r.version + 1, {clock}), expires_at = excluded.expires_at
                  WHERE r.expires_at <= clock_timestamp() AND $4::bigint = 0
                  RETURNING version"
             )
         } else {
             format!(
-                "UPDATE {t}_versioned SET value = $2, version = version + 1,
+                "UPDATE {t}_versioned SET value = $2, version = greatest(version + 1, {clock}),
                      expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
                  WHERE key = $1 AND version = $4::bigint AND expires_at > clock_timestamp()
                  RETURNING version"

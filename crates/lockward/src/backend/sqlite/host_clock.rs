@@ -1,5 +1,7 @@
-//! The host's boot clock: shared by every process of the host, never moved
-//! by NTP or by hand, restarted at boot (hence the boot id beside it).
+//! The host's clocks: the boot clock, shared by every process of the host,
+//! never moved by NTP or by hand, restarted at boot (hence the boot id
+//! beside it), which times expiry; and the wall clock, the floor of every
+//! fence and version.
 
 /// Milliseconds on the boot clock.
 #[cfg(target_os = "linux")]
@@ -37,4 +39,12 @@ pub fn now_ms() -> i64 {
 #[cfg(not(target_os = "linux"))]
 pub fn boot_id() -> String {
     "wall-clock".into()
+}
+
+/// Microseconds since 1970 on the host's wall clock (0 before 1970): the
+/// floor of every fence (see `docs/fences.md`).
+pub fn wall_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }

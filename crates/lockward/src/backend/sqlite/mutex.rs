@@ -267,7 +267,7 @@ impl LockBackend for SqliteBackend {
                              RETURNING fence",
                         )?
                         .query_row(
-                            params![name, &owner[..], label, now + ttl, wall_clock_us()],
+                            params![name, &owner[..], label, now + ttl, host_clock::wall_us()],
                             |r| r.get(0),
                         )?;
                     Attempt::Granted {
@@ -390,12 +390,4 @@ impl SqliteBackend {
         })
         .await
     }
-}
-
-/// Microseconds since 1970 on the host's wall clock (0 before 1970): the
-/// floor of every fence (see `docs/fences.md`).
-fn wall_clock_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }

@@ -87,7 +87,9 @@ impl RecordBackend for SqliteBackend {
 
     /// One statement: for `expected` 0 an insert that may take over an
     /// expired row, else an update of the live row at that version. An
-    /// expired row keeps counting its versions.
+    /// expired row keeps counting its versions; each is `max(version + 1,
+    /// the wall clock in µs)`, so a file restored from an older copy does
+    /// not give a version out again.
     async fn write_versioned(
         &self,
         key: &Name,
@@ -101,20 +103,23 @@ impl RecordBackend for SqliteBackend {
             let now = host_clock::now_ms();
             let sql = if expected == 0 {
                 "INSERT INTO lockward_versioned (key, value, version, expires_at)
-                 VALUES (?1, ?2, 1, ?3)
+                 VALUES (?1, ?2, max(1, ?6), ?3)
                  ON CONFLICT (key) DO UPDATE SET value = excluded.value,
-                     version = lockward_versioned.version + 1, expires_at = excluded.expires_at
+                     version = max(lockward_versioned.version + 1, ?6),
+                     expires_at = excluded.expires_at
                  WHERE lockward_versioned.expires_at <= ?5 AND ?4 = 0
                  RETURNING version"
             } else {
-                "UPDATE lockward_versioned SET value = ?2, version = version + 1, expires_at = ?3
+                "UPDATE lockward_versioned SET value = ?2, version = max(version + 1, ?6),
+                     expires_at = ?3
                  WHERE key = ?1 AND version = ?4 AND expires_at > ?5
                  RETURNING version"
             };
             conn.prepare_cached(sql)?
-                .query_row(params![key, value, now + ttl, expected, now], |r| {
-                    r.get::<_, i64>(0)
-                })
+                .query_row(
+                    params![key, value, now + ttl, expected, now, host_clock::wall_us()],
+                    |r| r.get::<_, i64>(0),
+                )
                 .optional()
                 .map(|v| v.map(|v| v as u64))
         })
