@@ -143,3 +143,39 @@ fn the_losses_the_demo_causes_on_purpose_are_not_warned_about() {
     assert!(!err.contains("lease lost"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("paused holder"));
 }
+
+#[test]
+fn demo_failover_shows_a_lock_granted_twice_and_the_fence_that_saves_it() {
+    let out = Command::new(lockward())
+        .args(["demo", "--json", "--failover"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success(), "{report}");
+    let rows: Vec<&serde_json::Value> = report["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["scenario"] == "paused holder, the store fails over")
+        .collect();
+    assert_eq!(rows.len(), 2, "{report}");
+    for r in &rows {
+        let d = &r["detail"];
+        assert_eq!(d["stopped (state T)"], "true", "{r}");
+        assert_eq!(d["replica promoted"], "true", "{r}");
+        // The promoted replica granted the lock again, with a larger fence
+        // although it never saw A's.
+        let fence = |k: &str| d[k].as_str().and_then(|f| f.parse::<u64>().ok());
+        let (a, b) = (
+            fence("A's fence (on the old primary)"),
+            fence("B's fence (on the promoted replica)"),
+        );
+        assert!(a.is_some() && b > a, "{r}");
+    }
+    let unfenced = rows.iter().find(|r| r["variant"] == "unfenced").unwrap();
+    assert_eq!(unfenced["anomalies"], 1, "the late write won: {unfenced}");
+    let fenced = rows.iter().find(|r| r["variant"] == "fenced").unwrap();
+    assert_eq!(fenced["anomalies"], 0, "{fenced}");
+    assert_eq!(fenced["detail"]["late writes refused"], "1", "{fenced}");
+}

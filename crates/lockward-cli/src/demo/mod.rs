@@ -1,10 +1,13 @@
-//! `lockward demo [--json]`: the six classic scenarios, run as real
-//! processes on the store, each without and with protection. Every figure
+//! `lockward demo [--json] [--failover]`: the six classic scenarios, run as
+//! real processes on the store, each without and with protection; with
+//! `--failover`, the paused holder also on a Redis that fails over in the
+//! middle (`failover.rs`). Every figure
 //! is counted from what the processes left behind (files, the store), never
 //! assumed.
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod db_guard;
+mod failover;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub mod for_update;
 mod worker;
@@ -38,6 +41,11 @@ pub struct DemoArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+    /// Also run the paused-holder story on a Redis primary and replica the
+    /// demo starts itself (needs redis-server), which fails over while the
+    /// holder is paused: the promoted replica grants the lock again.
+    #[arg(long)]
+    pub failover: bool,
 }
 
 /// One process of `lockward demo` (internal).
@@ -91,6 +99,15 @@ pub async fn demo(store: &Store, url: &str, args: DemoArgs) -> u8 {
     rows.extend(demo.inventory(store).await);
     rows.extend(demo.price_report());
     rows.extend(demo.paused_holder().await);
+    if args.failover {
+        match demo.paused_holder_across_a_failover().await {
+            Ok(more) => rows.extend(more),
+            Err(e) => {
+                eprintln!("lockward: demo --failover: {e}");
+                return exit::UNAVAILABLE;
+            }
+        }
+    }
     let passed = rows.iter().all(|r| !r.protected || r.anomalies == 0);
     if json {
         print_json(store, &rows, passed);
@@ -112,9 +129,14 @@ struct Demo {
 
 impl Demo {
     fn spawn(&self, role: &str) -> Option<Child> {
+        self.spawn_on(&self.url, role)
+    }
+
+    /// A worker of `role` on the store of `url`.
+    fn spawn_on(&self, url: &str, role: &str) -> Option<Child> {
         let exe = std::env::current_exe().ok()?;
         Command::new(exe)
-            .args(["--store", &self.url, "demo-worker", role])
+            .args(["--store", url, "demo-worker", role])
             .arg(&self.dir)
             .arg(&self.run)
             .stdout(Stdio::null())
@@ -390,6 +412,83 @@ impl Demo {
     }
 }
 
+impl Demo {
+    /// Scenario 6 again, on a Redis that fails over while the holder is
+    /// paused (see `failover.rs`): the promoted replica never saw A's
+    /// grant and grants the lock to B at once.
+    async fn paused_holder_across_a_failover(&self) -> Result<Vec<Row>, String> {
+        let mut rows = Vec::new();
+        for (variant, fenced) in [("unfenced", false), ("fenced", true)] {
+            for file in ["ready", "go", "taken", "refused", "account"] {
+                let _ = std::fs::remove_file(self.dir.join(file));
+            }
+            if fenced {
+                let _ = std::fs::remove_file(self.dir.join("resources.db"));
+            }
+            let servers = self.dir.join(format!("redis-{variant}"));
+            std::fs::create_dir_all(&servers).map_err(|e| e.to_string())?;
+            let mut pair = failover::Pair::start(&servers)?;
+            pair.cut_the_replica_off();
+            let role = format!("holder-{variant}");
+            let mut holder = self
+                .spawn_on(&pair.primary_url(), &role)
+                .ok_or("cannot start a worker")?;
+            let ready = self.dir.join("ready");
+            let until = Instant::now() + Duration::from_secs(10);
+            while !ready.exists() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let fence_a = std::fs::read_to_string(&ready).unwrap_or_default();
+            let pid = holder.id();
+            // SAFETY: kill(2) on a child we started and have not reaped.
+            unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+            let stopped = wait_stopped(pid);
+            let promoted = pair.fail_over();
+            if let Some(mut taker) = self.spawn_on(&pair.replica_url(), &format!("taker-{variant}"))
+            {
+                let _ = taker.wait();
+            }
+            let _ = std::fs::write(self.dir.join("go"), "");
+            // SAFETY: as above.
+            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+            let _ = holder.wait();
+            let last = if fenced {
+                match worker::register(&self.dir).await {
+                    Ok(r) => r
+                        .read("account")
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(|f| String::from_utf8_lossy(&f.value).into_owned()),
+                    Err(_) => None,
+                }
+            } else {
+                std::fs::read_to_string(self.dir.join("account")).ok()
+            }
+            .unwrap_or_default();
+            let fence_b = self.lines("taken").first().cloned().unwrap_or_default();
+            rows.push(Row {
+                scenario: "paused holder, the store fails over",
+                variant,
+                protected: fenced,
+                anomalies: u64::from(!fence_b.is_empty() && last == "A"),
+                detail: vec![
+                    ("stopped (state T)", stopped.to_string()),
+                    ("replica promoted", promoted.to_string()),
+                    ("A's fence (on the old primary)", fence_a.trim().to_string()),
+                    ("B's fence (on the promoted replica)", fence_b),
+                    ("final value", format!("{last:?}")),
+                    (
+                        "late writes refused",
+                        self.lines("refused").len().to_string(),
+                    ),
+                ],
+            });
+        }
+        Ok(rows)
+    }
+}
+
 /// The most `in`…`out` intervals open at once, from `in NS` / `out NS …`
 /// lines.
 fn most_at_once(events: &[String]) -> usize {
@@ -436,14 +535,20 @@ fn process_state(pid: u32) -> Option<char> {
 
 fn print_table(store: &Store, rows: &[Row], passed: bool) {
     println!("lockward demo on {}", store.address());
+    let width = rows
+        .iter()
+        .map(|r| r.scenario.len())
+        .max()
+        .unwrap_or(0)
+        .max(14);
     println!(
-        "{:<14} {:<12} {:<10} {:>9}  detail",
+        "{:<width$} {:<12} {:<10} {:>9}  detail",
         "scenario", "variant", "protected", "anomalies"
     );
     for r in rows {
         let detail: Vec<String> = r.detail.iter().map(|(k, v)| format!("{k} {v}")).collect();
         println!(
-            "{:<14} {:<12} {:<10} {:>9}  {}",
+            "{:<width$} {:<12} {:<10} {:>9}  {}",
             r.scenario,
             r.variant,
             if r.protected { "yes" } else { "no" },

@@ -57,17 +57,20 @@ pub async fn fences_increase(f: &dyn Fixture) {
     let mut store = f.store().await;
     let durable = store.capabilities().durable;
     let expires = store.capabilities().expires;
-    // Long enough that a release reaches a loaded server before the TTL.
-    let opts = short(300);
+    // Released ones are held long enough that a release reaches a loaded
+    // server before the TTL; the ones left to expire briefly.
+    let (released, expiring) = (short(10_000), short(300));
     let mut last = 0;
     for i in 0..1000 {
         if durable && i % 250 == 249 {
             store = f.store().await;
         }
-        let guard = store.acquire(&name, &opts).await.expect("acquire");
+        let left_to_expire = i % 200 == 199 && expires;
+        let opts = if left_to_expire { &expiring } else { &released };
+        let guard = store.acquire(&name, opts).await.expect("acquire");
         assert!(guard.fence() > last, "fence {} after {last}", guard.fence());
         last = guard.fence();
-        if i % 200 == 199 && expires {
+        if left_to_expire {
             // Let it expire instead of releasing it (dropping would release).
             std::mem::forget(guard);
         } else {
