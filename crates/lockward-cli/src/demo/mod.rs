@@ -375,22 +375,10 @@ impl Demo {
             };
             #[cfg(not(any(feature = "postgres", feature = "mysql")))]
             let in_db: Option<String> = None;
-            let last = if let Some(value) = in_db {
-                Some(value)
-            } else if fenced {
-                match worker::register(&self.dir).await {
-                    Ok(r) => r
-                        .read("account")
-                        .await
-                        .ok()
-                        .flatten()
-                        .map(|f| String::from_utf8_lossy(&f.value).into_owned()),
-                    Err(_) => None,
-                }
-            } else {
-                std::fs::read_to_string(self.dir.join("account")).ok()
-            }
-            .unwrap_or_default();
+            let last = match in_db {
+                Some(value) => value,
+                None => self.account(fenced).await,
+            };
             let refused = self.lines("refused").len();
             // The anomaly: a newer holder wrote, and the stale write won.
             let taken = !self.lines("taken").is_empty();
@@ -413,6 +401,25 @@ impl Demo {
 }
 
 impl Demo {
+    /// What the paused-holder story's account holds at the end: the fenced
+    /// register's value, or the plain file's ("" when neither was written).
+    async fn account(&self, fenced: bool) -> String {
+        let value = if fenced {
+            match worker::register(&self.dir).await {
+                Ok(r) => r
+                    .read("account")
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|f| String::from_utf8_lossy(&f.value).into_owned()),
+                Err(_) => None,
+            }
+        } else {
+            std::fs::read_to_string(self.dir.join("account")).ok()
+        };
+        value.unwrap_or_default()
+    }
+
     /// Scenario 6 again, on a Redis that fails over while the holder is
     /// paused (see `failover.rs`): the promoted replica never saw A's
     /// grant and grants the lock to B at once.
@@ -452,20 +459,7 @@ impl Demo {
             // SAFETY: as above.
             unsafe { libc::kill(pid as i32, libc::SIGCONT) };
             let _ = holder.wait();
-            let last = if fenced {
-                match worker::register(&self.dir).await {
-                    Ok(r) => r
-                        .read("account")
-                        .await
-                        .ok()
-                        .flatten()
-                        .map(|f| String::from_utf8_lossy(&f.value).into_owned()),
-                    Err(_) => None,
-                }
-            } else {
-                std::fs::read_to_string(self.dir.join("account")).ok()
-            }
-            .unwrap_or_default();
+            let last = self.account(fenced).await;
             let fence_b = self.lines("taken").first().cloned().unwrap_or_default();
             rows.push(Row {
                 scenario: "paused holder, the store fails over",

@@ -45,19 +45,15 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -1 then return {-2, 0} end
 local joined = ARGV[4] ~= '0'
 if joined then
-  redis.call('ZADD', KEYS[4], 'NX', now_us, ARGV[1])
-  redis.call('ZADD', KEYS[5], string.format('%.0f', now_ms + tonumber(ARGV[4])), ARGV[1])
+  join_line(KEYS[4], KEYS[5], ARGV[1], now_us, ARGV[4])
   first = first or ARGV[1]
 end
 if readers > 0 then
   if joined and first ~= ARGV[1] then return {0, -1} end
   return {0, math.max(1, last_read - now_ms)}
 end
-if pttl == -2 then
-  -- Free, but kept for the first in line: remind it, and look again when
-  -- its place would lapse.
-  if first then tell(KEYS[6], first) end
-  return {0, math.max(0, tonumber(redis.call('ZSCORE', KEYS[5], first) or now_ms) - now_ms)}
-end
+-- Free, but kept for the first in line (the owner is not: it would have
+-- been granted above).
+if pttl == -2 then return {0, remind_first(KEYS[6], KEYS[5], first)} end
 if joined and first ~= ARGV[1] then return {0, -1} end
 return {0, pttl}

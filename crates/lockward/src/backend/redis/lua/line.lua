@@ -38,6 +38,18 @@ local function live_readers(readers)
   if #last == 0 then return 0, 0 end
   return redis.call('ZCARD', readers), tonumber(last[2])
 end
+-- Puts `owner` in the line under `ticket` (kept when it is there already)
+-- with a place lease of `place_ms` from now, or renews that lease.
+local function join_line(queue, places, owner, ticket, place_ms)
+  redis.call('ZADD', queue, 'NX', ticket, owner)
+  redis.call('ZADD', places, string.format('%.0f', now_ms + tonumber(place_ms)), owner)
+end
+-- The lock is free but kept for `first` in line: reminds it, and returns
+-- when to look again (ms: when its place would lapse).
+local function remind_first(channel, places, first)
+  tell(channel, first)
+  return math.max(0, tonumber(redis.call('ZSCORE', places, first) or now_ms) - now_ms)
+end
 local function leave_line(queue, places, owner)
   if redis.call('TYPE', queue).ok == 'zset' then redis.call('ZREM', queue, owner) end
   if redis.call('TYPE', places).ok == 'zset' then redis.call('ZREM', places, owner) end

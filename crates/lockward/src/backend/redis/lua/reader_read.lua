@@ -28,8 +28,7 @@ if writer == 'none' and (not first or first == ARGV[1]) then
 end
 local joined = ARGV[4] ~= '0'
 if joined then
-  redis.call('ZADD', KEYS[4], 'NX', now_us, ARGV[1])
-  redis.call('ZADD', KEYS[5], string.format('%.0f', now_ms + tonumber(ARGV[4])), ARGV[1])
+  join_line(KEYS[4], KEYS[5], ARGV[1], now_us, ARGV[4])
   first = first or ARGV[1]
 end
 if writer == 'string' then
@@ -39,5 +38,4 @@ if writer == 'string' then
   return {0, pttl}
 end
 -- Free, but kept for the first in line: remind it.
-tell(KEYS[6], first)
-return {0, math.max(0, tonumber(redis.call('ZSCORE', KEYS[5], first) or now_ms) - now_ms)}
+return {0, remind_first(KEYS[6], KEYS[5], first)}

@@ -32,13 +32,9 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -1 then return {-2, 0} end
 local joined = ARGV[4] ~= '0'
 if joined then
-  redis.call('ZADD', KEYS[4], 'NX', ARGV[5], ARGV[1])
-  redis.call('ZADD', KEYS[5], string.format('%.0f', now_ms + tonumber(ARGV[4])), ARGV[1])
+  join_line(KEYS[4], KEYS[5], ARGV[1], ARGV[5], ARGV[4])
   first = first or ARGV[1]
 end
-if pttl == -2 then
-  if first then tell(KEYS[6], first) end
-  return {0, math.max(0, tonumber(redis.call('ZSCORE', KEYS[5], first) or now_ms) - now_ms)}
-end
+if pttl == -2 then return {0, remind_first(KEYS[6], KEYS[5], first)} end
 if joined and first ~= ARGV[1] then return {0, -1} end
 return {0, pttl}
