@@ -12,6 +12,7 @@
 -- holds something that is not a number. Lua numbers are doubles:
 -- microseconds since 1970 stay below 2^53 for centuries, so the
 -- arithmetic is exact, and so is the fence in JSON and JavaScript.
+-- Checked by the model crates/lockward-models/src/lost_writes.rs.
 local function next_fence(counter)
   local stored = redis.pcall('GET', counter)
   if type(stored) == 'table' then return nil end
