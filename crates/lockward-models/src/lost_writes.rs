@@ -104,6 +104,18 @@ pub enum Action {
 const EPOCH: u64 = 100;
 
 impl LostWrites {
+    /// The bounds the tests check, and the command line's: clocks within 2
+    /// ticks of the true time, a loss taking 5 ticks, 20 ticks, 3 losses.
+    pub fn checked(rule: Rule) -> LostWrites {
+        LostWrites {
+            rule,
+            skew: 2,
+            gap: 5,
+            horizon: 20,
+            losses: 3,
+        }
+    }
+
     /// The fence the primary grants in `state`.
     fn next_fence(&self, state: &State) -> u64 {
         let clock = (EPOCH + state.now).saturating_add_signed(state.primary.offset);

@@ -3,56 +3,70 @@
 //!
 //! ```text
 //! cargo run -p lockward-models -- check lost-writes [hybrid|incr]
-//! cargo run -p lockward-models -- explore lost-writes [hybrid|incr]   # http://127.0.0.1:3000
+//! cargo run -p lockward-models -- check lease-deadline [from-request|from-reply|no-drift]
+//! cargo run -p lockward-models -- explore MODEL [VARIANT]   # http://127.0.0.1:3000
 //! ```
 
 use std::process::ExitCode;
 
+use lockward_models::lease_deadline::{Deadline, LeaseDeadline};
 use lockward_models::lost_writes::{LostWrites, Rule};
-use stateright::Model;
+use stateright::{Checker, Model};
 
-const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]";
+const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]\n       lockward-models check|explore lease-deadline [from-request|from-reply|no-drift]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (command, rule) = match args.as_slice() {
-        [command, "lost-writes"] => (*command, Rule::Hybrid),
-        [command, "lost-writes", "hybrid"] => (*command, Rule::Hybrid),
-        [command, "lost-writes", "incr"] => (*command, Rule::Incr),
-        _ => {
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
+    let (command, model, variant) = match args.as_slice() {
+        [command, model] => (*command, *model, None),
+        [command, model, variant] => (*command, *model, Some(*variant)),
+        _ => return usage(),
     };
-    let model = LostWrites {
-        rule,
-        skew: 2,
-        gap: 5,
-        horizon: 20,
-        losses: 3,
-    };
-    match command {
-        "check" => {
-            let bounds = format!("{model:?}");
-            let checked = lockward_models::check(model);
-            println!(
-                "{bounds}: {} states, depth {}",
-                checked.states, checked.depth
-            );
-            for (property, found) in &checked.discoveries {
-                println!("  {property}: {}", if *found { "found" } else { "none" });
-            }
-            ExitCode::SUCCESS
-        }
-        "explore" => {
-            println!("serving the explorer at http://127.0.0.1:3000 (Ctrl-C ends it)");
-            model.checker().serve("127.0.0.1:3000");
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!("{USAGE}");
-            ExitCode::from(2)
-        }
+    if !matches!(command, "check" | "explore") {
+        return usage();
     }
+    match (model, variant) {
+        ("lost-writes", None | Some("hybrid")) => run(command, LostWrites::checked(Rule::Hybrid)),
+        ("lost-writes", Some("incr")) => run(command, LostWrites::checked(Rule::Incr)),
+        ("lease-deadline", None | Some("from-request")) => {
+            run(command, LeaseDeadline::checked(Deadline::FromRequest))
+        }
+        ("lease-deadline", Some("from-reply")) => {
+            run(command, LeaseDeadline::checked(Deadline::FromReply))
+        }
+        ("lease-deadline", Some("no-drift")) => {
+            run(command, LeaseDeadline::checked(Deadline::NoDrift))
+        }
+        _ => usage(),
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("{USAGE}");
+    ExitCode::from(2)
+}
+
+fn run<M>(command: &str, model: M) -> ExitCode
+where
+    M: Model + std::fmt::Debug + Send + Sync + 'static,
+    M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    if command == "explore" {
+        println!("serving the explorer at http://127.0.0.1:3000 (Ctrl-C ends it)");
+        let checker = model.checker().serve("127.0.0.1:3000");
+        println!("{} states", checker.unique_state_count());
+        return ExitCode::SUCCESS;
+    }
+    let bounds = format!("{model:?}");
+    let checked = lockward_models::check(model);
+    println!(
+        "{bounds}: {} states, depth {}",
+        checked.states, checked.depth
+    );
+    for (property, found) in &checked.discoveries {
+        println!("  {property}: {}", if *found { "found" } else { "none" });
+    }
+    ExitCode::SUCCESS
 }

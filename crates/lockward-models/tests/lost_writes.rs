@@ -8,11 +8,9 @@ use lockward_models::lost_writes::{LostWrites, Rule, FENCES_GROW, GRANTS_FORGOTT
 
 fn model(rule: Rule, skew: i64, gap: u64) -> LostWrites {
     LostWrites {
-        rule,
         skew,
         gap,
-        horizon: 20,
-        losses: 3,
+        ..LostWrites::checked(rule)
     }
 }
 

@@ -2,7 +2,9 @@
 //! the client's renewals and release, and Lost whenever the store says the
 //! lease is gone. The server never renews on the client's behalf: a client
 //! that stops renewing (frozen, cut off) loses its lease at its TTL, as an
-//! in-process holder would.
+//! in-process holder would. Granted carries how long the daemon waited and
+//! how long is left, so the client's deadline counts from its own request
+//! (the model `crates/lockward-models/src/lease_deadline.rs` checks it).
 
 use std::time::{Duration, Instant};
 

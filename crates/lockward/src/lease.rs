@@ -35,6 +35,8 @@ pub fn local_deadline(started: Instant, ttl: Duration) -> Instant {
 /// The local deadline of a lease the store keeps `ttl + lock_delay` from
 /// a request at `started`: the drift is counted over both, and the
 /// lock-delay comes after the deadline (see `LockOptions::lock_delay`).
+/// Across `lockward serve` too, as the model
+/// `crates/lockward-models/src/lease_deadline.rs` checks.
 pub(crate) fn delayed_deadline(started: Instant, ttl: Duration, lock_delay: Duration) -> Instant {
     let kept = ttl + lock_delay;
     started + kept.saturating_sub(drift(kept)).saturating_sub(lock_delay)
