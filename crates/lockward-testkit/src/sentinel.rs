@@ -177,6 +177,20 @@ impl RedisSentinels {
         self.await_failover(old)
     }
 
+    /// A failover asked for by hand (`SENTINEL FAILOVER`), as an operator
+    /// does before maintenance: the old primary stays up and is made a
+    /// replica. Waits until the sentinels name the new primary and it says
+    /// it is one; the old one's port and the new one's.
+    pub fn fail_over_by_hand(&mut self) -> (u16, u16) {
+        let old = self.primary_port().expect("the sentinels name a primary");
+        let reply = sentinel_cli(
+            self.sentinels[0].port,
+            &["SENTINEL", "FAILOVER", PRIMARY_NAME],
+        );
+        assert_eq!(reply, "OK", "SENTINEL FAILOVER: {reply}");
+        self.await_failover(old)
+    }
+
     /// Loses the primary's last writes: every replica is stopped (SIGSTOP)
     /// while the primary works on alone for `lag`, then the primary is
     /// killed with kill -9 and the replicas resumed, and a replica that

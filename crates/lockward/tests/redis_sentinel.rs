@@ -307,3 +307,38 @@ async fn grants_both_replicas_confirmed_survive_a_failover() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_follows_a_failover_by_hand_while_the_old_primary_lives() {
+    let mut set = tokio::task::block_in_place(|| RedisSentinels::start(1));
+    let url = set.url();
+    let store = Store::open(&url).await.unwrap();
+    let waiter_store = Store::open(&url).await.unwrap();
+    let opts = LockOptions::new().ttl(Duration::from_secs(30));
+    let holder = store.try_acquire("by-hand", &opts).await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let got = waiter_store
+            .acquire("by-hand", &LockOptions::new().wait(Duration::from_secs(60)))
+            .await;
+        (got.map(|g| g.fence()), Instant::now())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The old primary stays up and is made a replica; Sentinel ends the
+    // clients' connections there (the waiter's subscription too) as it
+    // reconfigures it, and the waiter follows to the new primary.
+    tokio::task::block_in_place(|| set.fail_over_by_hand());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let held = holder.fence();
+    holder.release().await.unwrap();
+    let released = Instant::now();
+    let (fence, at) = tokio::time::timeout(Duration::from_secs(40), waiter)
+        .await
+        .expect("the waiter never got the lock")
+        .unwrap();
+    assert!(fence.expect("the waiter's grant") > held);
+    let after = at - released;
+    eprintln!("the waiter got the lock {after:?} after the release");
+    // Well before the holder's 30 s lease would have run out, which is
+    // when a waiter left on the old primary would look again.
+    assert!(after < Duration::from_secs(10), "{after:?}");
+}
