@@ -190,17 +190,21 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let info = store.inspect("leader").await.unwrap().unwrap();
+    // etcdctl's candidate queues behind lockward (once its process is up).
+    let until = Instant::now() + Duration::from_secs(30);
+    let info = loop {
+        let info = store.inspect("leader").await.unwrap().unwrap();
+        if info.waiters == Some(1) || Instant::now() > until {
+            break info;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(info.label.as_deref(), Some("node-a"));
-    assert_eq!(
-        info.waiters,
-        Some(1),
-        "etcdctl's candidate queues behind lockward"
-    );
+    assert_eq!(info.waiters, Some(1), "etcdctl's candidate never queued");
     // Resign: etcdctl's candidate is elected; lockward now waits for it.
     leader.release().await.unwrap();
-    let until = Instant::now() + Duration::from_secs(5);
+    // Bounds a loaded machine meets: etcdctl is a process of its own.
+    let until = Instant::now() + Duration::from_secs(30);
     loop {
         let info = store.inspect("leader").await.unwrap();
         if info.as_ref().and_then(|i| i.label.as_deref()) == Some("node-b") {
@@ -223,7 +227,7 @@ async fn etcdctl_elect_and_lockward_share_one_leadership() {
     let next = store
         .acquire(
             "leader",
-            &opts(5_000).label("node-c").wait(Duration::from_secs(5)),
+            &opts(5_000).label("node-c").wait(Duration::from_secs(30)),
         )
         .await
         .unwrap();
