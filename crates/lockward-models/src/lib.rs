@@ -7,6 +7,7 @@
 
 pub mod lease_deadline;
 pub mod lost_writes;
+pub mod redlock;
 
 use stateright::{Checker, Model};
 

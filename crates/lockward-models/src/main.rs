@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run -p lockward-models -- check lost-writes [hybrid|incr]
 //! cargo run -p lockward-models -- check lease-deadline [from-request|from-reply|no-drift]
+//! cargo run -p lockward-models -- check redlock [largest|without-clock|first-reading]
 //! cargo run -p lockward-models -- explore MODEL [VARIANT]   # http://127.0.0.1:3000
 //! ```
 
@@ -11,9 +12,10 @@ use std::process::ExitCode;
 
 use lockward_models::lease_deadline::{Deadline, LeaseDeadline};
 use lockward_models::lost_writes::{LostWrites, Rule};
+use lockward_models::redlock::{Redlock, Token};
 use stateright::{Checker, Model};
 
-const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]\n       lockward-models check|explore lease-deadline [from-request|from-reply|no-drift]";
+const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]\n       lockward-models check|explore lease-deadline [from-request|from-reply|no-drift]\n       lockward-models check|explore redlock [largest|without-clock|first-reading]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,6 +40,13 @@ fn main() -> ExitCode {
         ("lease-deadline", Some("no-drift")) => {
             run(command, LeaseDeadline::checked(Deadline::NoDrift))
         }
+        ("redlock", None | Some("largest")) => {
+            run(command, Redlock::checked(Token::LargestWithClock))
+        }
+        ("redlock", Some("without-clock")) => {
+            run(command, Redlock::checked(Token::LargestWithoutClock))
+        }
+        ("redlock", Some("first-reading")) => run(command, Redlock::checked(Token::FirstReading)),
         _ => usage(),
     }
 }

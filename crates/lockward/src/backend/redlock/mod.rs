@@ -51,7 +51,11 @@
 //! to within the time since (tokens track the clock, plus one per grant). So
 //! fences stay monotonic with persistence on a majority, or with clocks
 //! that do not jump back. The chaos tests restart a minority without
-//! persistence to check it.
+//! persistence to check it, and the model
+//! `crates/lockward-models/src/redlock.rs` checks the argument over every
+//! interleaving within its bounds (docs/models.md): with a master's restart
+//! quicker than the masters' clocks are apart, it finds a token granted
+//! twice.
 
 #[cfg(feature = "redis")]
 pub(crate) mod doctor;
