@@ -101,7 +101,7 @@ impl AdvisoryBackend {
     /// row when a try found the lock held.
     fn take_sql(&self, wait: bool, shared: bool) -> String {
         let t = &self.table;
-        let clock = core::CLOCK_FENCE;
+        let clock = super::clock::CLOCK_FENCE;
         let mode = shared_suffix(shared);
         let lock = if wait {
             // The subquery in FROM runs first: the fence is drawn once held.

@@ -25,6 +25,8 @@ pub mod advisory;
 #[cfg(feature = "postgres")]
 mod baton;
 #[cfg(feature = "postgres")]
+mod clock;
+#[cfg(feature = "postgres")]
 pub(crate) mod core;
 #[cfg(feature = "postgres")]
 pub(crate) mod doctor;

@@ -25,7 +25,7 @@ const FENCE_TRAIL_US: i64 = 10_000;
 /// pgbench (take + give back, 8 clients, one run): 1.03x the plain
 /// sequence's rate, within the run's noise.
 pub(super) fn schema(t: &str) -> String {
-    let clock = super::core::CLOCK_FENCE;
+    let clock = super::clock::CLOCK_FENCE;
     format!(
         "CREATE OR REPLACE FUNCTION {t}_permit_fence() RETURNS bigint LANGUAGE plpgsql AS $f$
          DECLARE

@@ -91,7 +91,7 @@ impl<T: RecordTables> RecordBackend for T {
     ) -> Result<Option<u64>> {
         let t = self.table();
         // Versions grow as fences do, past a row brought back older.
-        let clock = super::core::CLOCK_FENCE;
+        let clock = super::clock::CLOCK_FENCE;
         let sql = if expected == 0 {
             format!(
                 "INSERT INTO {t}_versioned AS r (key, value, version, expires_at)

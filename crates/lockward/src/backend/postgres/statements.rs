@@ -1,6 +1,6 @@
 //! Lease mode's statements, for one table, and why each is safe.
 
-use super::{baton, core};
+use super::baton;
 
 /// The statements of lease mode, for one table.
 pub(super) struct Sql {
@@ -28,10 +28,10 @@ impl Sql {
         // waiter whose turn it is. Concurrent grants serialise on the row
         // (ON CONFLICT, which judges the row's latest version). The fence
         // is the row's last + 1 or the server's clock, whichever is larger
-        // (see [`core::CLOCK_FENCE`]). Returns the fence, and how long after the
+        // (see [`super::clock::CLOCK_FENCE`]). Returns the fence, and how long after the
         // statement's start the row was taken (the server's wait for the
         // baton, when it waited).
-        let clock = core::CLOCK_FENCE;
+        let clock = super::clock::CLOCK_FENCE;
         let take = |source: &str| {
             format!(
                 "INSERT INTO {t} AS l (name, owner, holder, fence, expires_at)
