@@ -112,13 +112,15 @@ fn a_claim_that_fails_keeps_the_command_from_starting() {
     let d = dir.path();
     let store = format!("sqlite://{}", d.join("locks.db").display());
     // The stored fence is beyond anything this store hands out (as after
-    // moving the lock from a store with larger fences).
-    let out = fence(&server.url(), "reset", &["migrate", "--to", "1000000"]);
+    // moving the lock from a store with larger fences): fences are at
+    // least the clock in µs, about 1.8e15 now, so 4e15 (the year 2096).
+    let beyond = "4000000000000000";
+    let out = fence(&server.url(), "reset", &["migrate", "--to", beyond]);
     assert_eq!(out.status.code(), Some(64), "reset needs --yes: {out:?}");
     let out = fence(
         &server.url(),
         "reset",
-        &["migrate", "--to", "1000000", "--yes"],
+        &["migrate", "--to", beyond, "--yes"],
     );
     assert!(out.status.success(), "{out:?}");
     let run = |db: &str| {
