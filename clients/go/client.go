@@ -23,6 +23,9 @@ type Client struct {
 	elections lockwardpb.ElectionsClient
 	keys      lockwardpb.KeysClient
 	limits    lockwardpb.LimitsClient
+	// native is the Redis a Client from Open holds its locks on itself;
+	// nil for a Client from Dial, whose daemon holds them.
+	native *redisStore
 }
 
 // Dial connects to lockward serve at address: "unix:///PATH" or
@@ -77,6 +80,9 @@ func (bearer) RequireTransportSecurity() bool { return false }
 // Close closes the connection; every lease still held ends with it (the
 // daemon releases them).
 func (c *Client) Close() error {
+	if c.native != nil {
+		return c.native.close()
+	}
 	return c.conn.Close()
 }
 
@@ -85,6 +91,9 @@ type Holder = lockwardpb.LockRow
 
 // Inspect returns the current holder of name, or nil when nobody holds it.
 func (c *Client) Inspect(ctx context.Context, name string) (*Holder, error) {
+	if c.native != nil {
+		return c.native.inspect(ctx, name)
+	}
 	var trailer metadata.MD
 	resp, err := c.locks.Inspect(ctx, &lockwardpb.InspectRequest{Name: name}, grpc.Trailer(&trailer))
 	if err != nil {
@@ -95,6 +104,9 @@ func (c *Client) Inspect(ctx context.Context, name string) (*Holder, error) {
 
 // List returns every held lock whose name starts with prefix.
 func (c *Client) List(ctx context.Context, prefix string) ([]*Holder, error) {
+	if c.native != nil {
+		return c.native.list(ctx, prefix)
+	}
 	var trailer metadata.MD
 	resp, err := c.locks.List(ctx, &lockwardpb.ListRequest{Prefix: prefix}, grpc.Trailer(&trailer))
 	if err != nil {

@@ -68,6 +68,9 @@ func (c *Client) TryElect(ctx context.Context, election, identity string, opts .
 }
 
 func (c *Client) elect(ctx context.Context, campaign *lockwardpb.Campaign) (*Leadership, error) {
+	if c.native != nil {
+		return nil, unsupported("an election")
+	}
 	lease, _, err := c.open(ctx, opening{
 		name:    campaign.GetElection(),
 		request: &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Campaign{Campaign: campaign}},
@@ -146,6 +149,9 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // Leader returns the identity of election's leader, or "" when nobody
 // leads.
 func (c *Client) Leader(ctx context.Context, election string) (string, error) {
+	if c.native != nil {
+		return "", unsupported("an election")
+	}
 	var trailer metadata.MD
 	resp, err := c.elections.Leader(ctx, &lockwardpb.LeaderRequest{Election: election}, grpc.Trailer(&trailer))
 	if err != nil {
@@ -158,6 +164,9 @@ func (c *Client) Leader(ctx context.Context, election string) (string, error) {
 // nobody leads), until ctx is done or the daemon goes away; then it closes
 // the channel. An observer never campaigns.
 func (c *Client) Observe(ctx context.Context, election string) (<-chan string, error) {
+	if c.native != nil {
+		return nil, unsupported("an election")
+	}
 	stream, err := c.elections.Observe(ctx, &lockwardpb.LeaderRequest{Election: election})
 	if err != nil {
 		return nil, fromStatus(err, nil)

@@ -20,6 +20,10 @@ type Lease struct {
 
 	stream leaseStream
 	cancel context.CancelFunc
+	// direct holds the lease on the store itself (a Client from Open); nil
+	// when the daemon holds it for us (Dial).
+	direct directHolding
+	ttl    time.Duration // direct only: what Renew(ctx, 0) asks for
 
 	sendMu sync.Mutex // one Send at a time on the stream
 
@@ -38,6 +42,38 @@ type Lease struct {
 	ended     chan struct{} // closed when the daemon's stream ends
 	stop      chan struct{} // closed by Release: the renewer stops
 	stopped   sync.Once
+}
+
+// directHolding is a lease held on the store itself, without the
+// daemon's stream between: renewing and releasing it.
+type directHolding interface {
+	renew(ctx context.Context, ttl time.Duration) error
+	release() error
+}
+
+// newDirectLease is the Lease of a hold on the store itself, granted with
+// deadline (on this process's clock, never later than the store's).
+func newDirectLease(name string, fences []uint64, deadline time.Time, hold directHolding, ttl, renew time.Duration) *Lease {
+	l := &Lease{
+		name:     name,
+		fences:   fences,
+		cancel:   func() {},
+		direct:   hold,
+		ttl:      ttl,
+		deadline: deadline,
+		lost:     make(chan struct{}),
+		ended:    make(chan struct{}),
+		stop:     make(chan struct{}),
+	}
+	l.mu.Lock()
+	l.timer = time.AfterFunc(time.Until(deadline), func() {
+		l.loseWith(&Error{Kind: "Lost", Message: fmt.Sprintf("lock %q: its deadline passed before it was renewed", l.name)})
+	})
+	l.mu.Unlock()
+	if renew > 0 {
+		go l.renewEvery(renew)
+	}
+	return l
 }
 
 type pendingRenewal struct {
@@ -65,6 +101,9 @@ func (c *Client) LockAll(ctx context.Context, names []string, opts ...LockOption
 }
 
 func (c *Client) lock(ctx context.Context, names []string, o *lockOptions) (*Lease, error) {
+	if c.native != nil {
+		return c.native.lock(ctx, o)
+	}
 	lease, _, err := c.open(ctx, opening{
 		name:    names[0],
 		request: &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Acquire{Acquire: &o.acquire}},
@@ -294,6 +333,9 @@ func (l *Lease) answered(id uint64, remaining time.Duration, err error) {
 // Leases renew themselves unless taken WithoutRenewal. A renewal the store
 // did not confirm leaves the deadline where it was.
 func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
+	if l.direct != nil {
+		return l.renewDirect(ctx, ttl)
+	}
 	l.mu.Lock()
 	if l.lostErr != nil {
 		defer l.mu.Unlock()
@@ -317,6 +359,37 @@ func (l *Lease) Renew(ctx context.Context, ttl time.Duration) error {
 	case err := <-answer:
 		return err
 	}
+}
+
+// renewDirect renews a lease held on the store itself: the deadline
+// moves to the renewal's send time + ttl once the store confirms it; a
+// store that no longer names this holder loses the lease.
+func (l *Lease) renewDirect(ctx context.Context, ttl time.Duration) error {
+	if ttl <= 0 {
+		ttl = l.ttl
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	sent := time.Now()
+	err := l.direct.renew(ctx, ttl)
+	if errors.Is(err, ErrLost) {
+		l.loseWith(err)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lostErr != nil {
+		return l.lostErr
+	}
+	if deadline := sent.Add(ttl); deadline.After(l.deadline) && !l.released {
+		l.deadline = deadline
+		l.timer.Reset(time.Until(deadline))
+	}
+	return nil
 }
 
 // renewEvery renews the lease every interval until it is released or lost;
@@ -367,6 +440,10 @@ func (l *Lease) end(ctx context.Context, request *lockwardpb.LeaseRequest, what 
 	}
 	if lostErr != nil {
 		return lostErr
+	}
+	if l.direct != nil {
+		defer close(l.ended)
+		return l.direct.release()
 	}
 	if err := l.send(request); err != nil {
 		return streamError(l.stream, err)

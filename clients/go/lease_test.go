@@ -79,9 +79,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// dial connects to the daemon at address, or to the store itself
+// (Open) when address is a redis URL, so one check runs on both paths.
 func dial(t *testing.T, address string) *Client {
 	t.Helper()
-	client, err := Dial(context.Background(), address)
+	var client *Client
+	var err error
+	if strings.HasPrefix(address, "redis") {
+		client, err = Open(context.Background(), address)
+	} else {
+		client, err = Dial(context.Background(), address)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,9 @@ type Decision struct {
 // Allow counts one request of subject and says whether it may go on. A
 // limit or period out of range fails with ErrInvalidArgument.
 func (r *RateLimit) Allow(ctx context.Context, subject string) (Decision, error) {
+	if r.client.native != nil {
+		return Decision{}, unsupported("a rate limit")
+	}
 	request := proto.CloneOf(r.template)
 	request.Subject = subject
 	var trailer metadata.MD

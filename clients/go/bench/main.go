@@ -1,7 +1,8 @@
-// Command bench measures the Go client through `lockward serve` beside the
-// Rust library and beside redsync, on one Redis, in one run: uncontended
-// acquire+release, the handoff to a blocked waiter, and one daemon holding
-// many leases at once (its RSS, and whether every renewal came in time).
+// Command bench measures the Go client, through `lockward serve` and on
+// Redis itself (Open), beside the Rust library and beside redsync, on one
+// Redis, in one run: uncontended acquire+release, the handoff to a
+// blocked waiter, and one daemon holding many leases at once (its RSS,
+// and whether every renewal came in time).
 //
 //	go run . [-duration 3s] [-leases 10000]
 //
@@ -84,6 +85,11 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	if err != nil {
 		return err
 	}
+	direct, err := lockward.Open(ctx, redisURL)
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
 	rdb := goredislib.NewClient(opts)
 	defer rdb.Close()
 	rs := redsync.New(goredis.NewPool(rdb))
@@ -95,6 +101,16 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	}
 	goCycle, err := measure(duration, func(name string) error {
 		lease, err := client.Lock(ctx, name, lockward.WithTTL(10*time.Second), lockward.WithoutRenewal())
+		if err != nil {
+			return err
+		}
+		return lease.Release(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	directCycle, err := measure(duration, func(name string) error {
+		lease, err := direct.Lock(ctx, name, lockward.WithTTL(10*time.Second), lockward.WithoutRenewal())
 		if err != nil {
 			return err
 		}
@@ -124,6 +140,16 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	if err != nil {
 		return err
 	}
+	directHandoff, err := handoff(handoffs, func(name string) (func() error, error) {
+		lease, err := direct.Lock(ctx, name, lockward.WithTTL(10*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return lease.Release(ctx) }, nil
+	})
+	if err != nil {
+		return err
+	}
 	redsyncHandoff, err := handoff(handoffs, func(name string) (func() error, error) {
 		// A waiter retries until it gets the lock, as its users configure
 		// it to; the delay between tries is redsync's default.
@@ -140,11 +166,15 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	fmt.Printf("%-34s %12s %10s %12s\n", "", "cycles/s", "p50", "handoff p50")
 	fmt.Printf("%-34s %12.0f %10s %12s\n", "Rust library (lockward bench)", rust.rate, rust.p50, rust.handoff)
 	fmt.Printf("%-34s %12.0f %10s %12s\n", "Go client via lockward serve", goCycle.rate, goCycle.p50, goHandoff)
+	fmt.Printf("%-34s %12.0f %10s %12s\n", "Go client on Redis itself (Open)", directCycle.rate, directCycle.p50, directHandoff)
 	fmt.Printf("%-34s %12.0f %10s %12s\n", "redsync", redsyncCycle.rate, redsyncCycle.p50, redsyncHandoff)
 	fmt.Println()
 	fmt.Printf("Go client's cycle / Rust library's: %.2fx (p50)\n", goCycle.p50.Seconds()/rust.p50.Seconds())
 	fmt.Printf("Go client's rate / redsync's:       %.2fx\n", goCycle.rate/redsyncCycle.rate)
 	fmt.Printf("handoff, redsync / Go client:       %.0fx faster\n", redsyncHandoff.Seconds()/goHandoff.Seconds())
+	fmt.Printf("Open's rate / redsync's:            %.2fx\n", directCycle.rate/redsyncCycle.rate)
+	fmt.Printf("Open's cycle / Rust library's:      %.2fx (p50)\n", directCycle.p50.Seconds()/rust.p50.Seconds())
+	fmt.Printf("handoff, redsync / Open:            %.0fx faster\n", redsyncHandoff.Seconds()/directHandoff.Seconds())
 
 	if leases > 0 {
 		fmt.Println()

@@ -1,0 +1,327 @@
+package lockward
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestOnRedisDirectly runs the lease checks on a Client from Open, on one
+// Redis and on a Redis Cluster, with no daemon between.
+func TestOnRedisDirectly(t *testing.T) {
+	for _, kind := range []string{"redis", "redis-cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			url := startStore(t, kind)
+			t.Run("fences", func(t *testing.T) { fencesGrowAcrossReleases(t, url) })
+			t.Run("busy", func(t *testing.T) { tryLockOnAHeldLockIsBusy(t, url) })
+			t.Run("handoff", func(t *testing.T) { aWaiterIsWokenPromptlyByTheRelease(t, url) })
+			t.Run("cancel", func(t *testing.T) { aCancelledWaitEndsAtOnceAndLeavesNoHolder(t, url) })
+			t.Run("counter", func(t *testing.T) { fencedIncrementsFromEightGoroutinesAreExact(t, url) })
+			t.Run("rwlock", func(t *testing.T) { readersShareAndAWriterWaits(t, url) })
+			t.Run("lockall", func(t *testing.T) { lockAllTakesEveryNameOrNone(t, url) })
+		})
+	}
+}
+
+// TestADirectHolderAndADaemonHolderExcludeEachOther: a Go holder on Redis
+// and the Rust store behind `lockward serve` share one lock, hand it to
+// each other's waiters at once (the same line, the same wake-ups), and
+// draw their fences from one counter.
+func TestADirectHolderAndADaemonHolderExcludeEachOther(t *testing.T) {
+	url := startStore(t, "redis")
+	direct := dial(t, url)
+	daemon := dial(t, serveForTest(t, url))
+	ctx := context.Background()
+	var last uint64
+	for round, pair := range [][2]*Client{{direct, daemon}, {daemon, direct}, {direct, daemon}} {
+		holder, waiter := pair[0], pair[1]
+		held, err := holder.Lock(ctx, "go/shared", WithLabel("round holder"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held.Fence() <= last {
+			t.Fatalf("round %d: fence %d after %d", round, held.Fence(), last)
+		}
+		if _, err := waiter.TryLock(ctx, "go/shared"); !errors.Is(err, ErrBusy) {
+			t.Fatalf("round %d: the other path took a held lock: %v", round, err)
+		}
+		// Both paths show the holder as the store has it.
+		for _, c := range pair {
+			row, err := c.Inspect(ctx, "go/shared")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row == nil || row.GetLabel() != "round holder" || row.GetFence() != held.Fence() {
+				t.Fatalf("round %d: inspect shows %v, want the holder with fence %d", round, row, held.Fence())
+			}
+		}
+		granted := make(chan *Lease, 1)
+		go func() {
+			lease, err := waiter.Lock(ctx, "go/shared", WithWait(10*time.Second))
+			if err != nil {
+				t.Error(err)
+			}
+			granted <- lease
+		}()
+		waitForWaiters(t, direct, "go/shared", 1)
+		released := time.Now()
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := <-granted
+		if next == nil {
+			t.FailNow()
+		}
+		t.Logf("round %d: handed over in %v", round, time.Since(released))
+		if next.Fence() <= held.Fence() {
+			t.Fatalf("round %d: fence %d after %d", round, next.Fence(), held.Fence())
+		}
+		last = next.Fence()
+		if err := next.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitForWaiters waits until the store shows n waiters in name's line.
+func waitForWaiters(t *testing.T, c *Client, name string, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		row, err := c.Inspect(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row != nil && row.GetWaiters() == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: waiters %v, want %d", name, row, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestACancelledDirectWaitLeavesTheLine: the waiter's place goes with it,
+// so the next waiter is not held up by a place nobody fills.
+func TestACancelledDirectWaitLeavesTheLine(t *testing.T) {
+	url := startStore(t, "redis")
+	client := dial(t, url)
+	ctx := context.Background()
+	holder, err := client.Lock(ctx, "go/line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Lock(wait, "go/line")
+		done <- err
+	}()
+	waitForWaiters(t, client, "go/line", 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	waitForWaiters(t, client, "go/line", 0)
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestADirectLeaseIsLostByItsDeadlineWhenTheStoreIsCutOff: renewals that
+// cannot reach Redis leave the deadline where it was, and Lost fires by it.
+func TestADirectLeaseIsLostByItsDeadlineWhenTheStoreIsCutOff(t *testing.T) {
+	url := startStore(t, "redis")
+	proxy := newCuttableProxy(t, strings.TrimPrefix(url, "redis://"))
+	client := dial(t, "redis://"+proxy.address)
+	ctx := context.Background()
+	lease, err := client.Lock(ctx, "go/cut", WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := lease.Deadline()
+	proxy.cut()
+	select {
+	case <-lease.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost() did not fire after the store was cut off")
+	}
+	// A renewal that cannot reach the store leaves the deadline where it
+	// was: the loss comes by the deadline, not before it.
+	if early := time.Until(deadline); early > 5*time.Millisecond {
+		t.Fatalf("Lost fired %v before the deadline: %v", early, lease.Err())
+	}
+	if !errors.Is(lease.Err(), ErrLost) {
+		t.Fatalf("want ErrLost, got %v", lease.Err())
+	}
+	if time.Since(deadline) > time.Second {
+		t.Fatalf("Lost fired %v after the deadline", time.Since(deadline))
+	}
+}
+
+func TestOpenRefusesWhatItCannotReach(t *testing.T) {
+	ctx := context.Background()
+	for url, want := range map[string]error{
+		"postgres://localhost/db":              ErrNotSupported,
+		"etcd://localhost:2379":                ErrNotSupported,
+		"redis://localhost:6379?replicas=1":    ErrNotSupported,
+		"redis://localhost:6379?colour=blue":   ErrInvalidArgument,
+		"redis://localhost:notaport":           ErrInvalidArgument,
+		"redis://a:1,b:2":                      ErrInvalidArgument,
+		"redis+cluster://a:1,b:2/3":            ErrInvalidArgument,
+		"redis+sentinel://a:26379":             ErrInvalidArgument,
+		"redis://user:s3cret@127.0.0.1:1/zero": ErrInvalidArgument,
+		"redis://user:s3cret@127.0.0.1:1":      ErrUnavailable,
+	} {
+		_, err := Open(ctx, url)
+		if !errors.Is(err, want) {
+			t.Errorf("%s: want %v, got %v", url, want, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error shows the password: %v", url, err)
+		}
+		if want == ErrNotSupported && !strings.Contains(err.Error(), "Dial") {
+			t.Errorf("%s: the error does not name Dial: %v", url, err)
+		}
+	}
+	client := dial(t, startStore(t, "redis"))
+	if _, err := client.Elect(ctx, "e", "me"); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("an election on the direct path: want ErrNotSupported, got %v", err)
+	}
+	if _, err := client.Semaphore("s", 2).TryAcquire(ctx, 1); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("a semaphore on the direct path: want ErrNotSupported, got %v", err)
+	}
+	if _, err := client.TryLock(ctx, "n", WithTTL(time.Millisecond)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a 1ms TTL: want ErrInvalidArgument, got %v", err)
+	}
+}
+
+// readersShareAndAWriterWaits: an RWLock's readers hold together; its
+// writer waits for the last of them and is woken by its release.
+func readersShareAndAWriterWaits(t *testing.T, address string) {
+	client := dial(t, address)
+	ctx := context.Background()
+	rw := client.RWLock("go/rw")
+	first, err := rw.RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := rw.TryRLock(ctx)
+	if err != nil {
+		t.Fatalf("a second reader was refused: %v", err)
+	}
+	if _, err := rw.TryLock(ctx); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a writer beside readers: want ErrBusy, got %v", err)
+	}
+	written := make(chan *Lease, 1)
+	go func() {
+		lease, err := rw.Lock(ctx, WithWait(10*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		written <- lease
+	}()
+	time.Sleep(50 * time.Millisecond)
+	_ = first.Release(ctx)
+	select {
+	case <-written:
+		t.Fatal("the writer went in while a reader read")
+	case <-time.After(50 * time.Millisecond):
+	}
+	_ = second.Release(ctx)
+	writer := <-written
+	if writer == nil {
+		t.FailNow()
+	}
+	if _, err := rw.TryRLock(ctx); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a reader beside the writer: want ErrBusy, got %v", err)
+	}
+	_ = writer.Release(ctx)
+}
+
+// lockAllTakesEveryNameOrNone: LockAll holds each name with its own fence,
+// and a LockAll that finds one name held takes none.
+func lockAllTakesEveryNameOrNone(t *testing.T, address string) {
+	client := dial(t, address)
+	ctx := context.Background()
+	all, err := client.LockAll(ctx, []string{"go/b", "go/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fences := all.Fences(); len(fences) != 2 || fences[0] == 0 || fences[1] == 0 {
+		t.Fatalf("fences %v", fences)
+	}
+	for _, name := range []string{"go/a", "go/b"} {
+		if _, err := client.TryLock(ctx, name); !errors.Is(err, ErrBusy) {
+			t.Fatalf("%s beside the LockAll: want ErrBusy, got %v", name, err)
+		}
+	}
+	_ = all.Release(ctx)
+	b, err := client.Lock(ctx, "go/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.LockAll(ctx, []string{"go/a", "go/b"}, WithWait(0)); !errors.Is(err, ErrBusy) {
+		t.Fatalf("want ErrBusy, got %v", err)
+	}
+	a, err := client.TryLock(ctx, "go/a")
+	if err != nil {
+		t.Fatalf("a LockAll that failed kept go/a: %v", err)
+	}
+	_ = a.Release(ctx)
+	_ = b.Release(ctx)
+}
+
+// cuttableProxy forwards TCP to a server until cut: then it closes every
+// connection and refuses new ones.
+type cuttableProxy struct {
+	address  string
+	listener net.Listener
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newCuttableProxy(t *testing.T, target string) *cuttableProxy {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cuttableProxy{address: listener.Addr().String(), listener: listener}
+	t.Cleanup(p.cut)
+	go func() {
+		for {
+			client, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, client, server)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+			go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cuttableProxy) cut() {
+	_ = p.listener.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}

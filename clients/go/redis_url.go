@@ -1,0 +1,166 @@
+package lockward
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// redisURL is what a redis://, rediss://, redis+cluster:// or
+// redis+sentinel:// URL says, in the forms the lockward CLI takes.
+type redisURL struct {
+	tls      bool
+	cluster  bool
+	primary  string   // redis+sentinel://: the name the sentinels monitor
+	addrs    []string // the server, the cluster's seed nodes, or the sentinels
+	db       int
+	user     string
+	password string
+	prefix   string
+	// The sentinels' own credentials (sentinel_user=, sentinel_password=).
+	sentinelUser, sentinelPassword string
+	ca, cert, key                  string // PEM files (rediss only)
+}
+
+// defaultRedisPrefix starts every key lockward writes on Redis unless the
+// URL's prefix= says otherwise.
+const defaultRedisPrefix = "lockward:"
+
+// parseRedisURL reads raw; its errors never repeat the password.
+func parseRedisURL(raw string) (*redisURL, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, urlError("no scheme: write redis://HOST:PORT")
+	}
+	u := &redisURL{
+		tls:     strings.HasPrefix(scheme, "rediss"),
+		cluster: strings.HasSuffix(scheme, "+cluster"),
+		prefix:  defaultRedisPrefix,
+	}
+	sentinels := strings.HasSuffix(scheme, "+sentinel")
+	rest, rawQuery, _ := strings.Cut(rest, "?")
+	hosts, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndex(hosts, "@"); at >= 0 {
+		user, password, hasPassword := strings.Cut(hosts[:at], ":")
+		var err error
+		if u.user, err = url.PathUnescape(user); err != nil {
+			return nil, urlError("the user name is not percent-encoded correctly")
+		}
+		if hasPassword {
+			if u.password, err = url.PathUnescape(password); err != nil {
+				return nil, urlError("the password is not percent-encoded correctly")
+			}
+		}
+		hosts = hosts[at+1:]
+	}
+	port := "6379"
+	if sentinels {
+		port = "26379"
+	}
+	for _, host := range strings.Split(hosts, ",") {
+		addr, err := withPort(host, port)
+		if err != nil {
+			return nil, err
+		}
+		u.addrs = append(u.addrs, addr)
+	}
+	if len(u.addrs) > 1 && !u.cluster && !sentinels {
+		return nil, urlError("one server per redis:// URL; for several, use redis+cluster:// or redis+sentinel://")
+	}
+	path = strings.Trim(path, "/")
+	if sentinels {
+		primary, db, _ := strings.Cut(path, "/")
+		if primary == "" {
+			return nil, urlError("name the primary the sentinels monitor in the path: redis+sentinel://HOST:26379/NAME")
+		}
+		u.primary, path = primary, db
+	}
+	if path != "" {
+		if u.cluster {
+			return nil, urlError("a Redis Cluster has only database 0; remove the /N from the URL")
+		}
+		db, err := strconv.Atoi(path)
+		if err != nil || db < 0 {
+			return nil, urlError(fmt.Sprintf("the database index %q is not a number", path))
+		}
+		u.db = db
+	}
+	query, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, urlError("the query is not key=value pairs joined by &")
+	}
+	for key, values := range query {
+		value := values[len(values)-1]
+		switch {
+		case key == "prefix":
+			u.prefix = value
+		case key == "ca" && u.tls:
+			u.ca = value
+		case key == "cert" && u.tls:
+			u.cert = value
+		case key == "key" && u.tls:
+			u.key = value
+		case key == "sentinel_user" && sentinels:
+			u.sentinelUser = value
+		case key == "sentinel_password" && sentinels:
+			u.sentinelPassword = value
+		case key == "replicas" || key == "replicas_timeout":
+			return nil, &Error{Kind: "NotSupported", Message: "replicas= is not on Open's direct Redis path yet: Dial lockward serve started with this URL"}
+		default:
+			return nil, urlError(fmt.Sprintf("unknown option %q for %s://", key, scheme))
+		}
+	}
+	if (u.cert == "") != (u.key == "") {
+		return nil, urlError("cert= and key= go together: give both or neither")
+	}
+	return u, nil
+}
+
+// withPort is host with port added when it names none.
+func withPort(host, port string) (string, error) {
+	if host == "" {
+		return "", urlError("no host: write redis://HOST:PORT")
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return "", urlError(fmt.Sprintf("the port of %q is not a number below 65536", host))
+		}
+		return net.JoinHostPort(h, p), nil
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port), nil
+}
+
+// tlsConfig is the TLS to use, or nil for plain text.
+func (u *redisURL) tlsConfig() (*tls.Config, error) {
+	if !u.tls {
+		return nil, nil
+	}
+	config := &tls.Config{MinVersion: tls.VersionTLS12}
+	if u.ca != "" {
+		pem, err := os.ReadFile(u.ca)
+		if err != nil {
+			return nil, urlError(fmt.Sprintf("ca=%s cannot be read: %v", u.ca, err))
+		}
+		config.RootCAs = x509.NewCertPool()
+		if !config.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, urlError(fmt.Sprintf("ca=%s holds no PEM certificate", u.ca))
+		}
+	}
+	if u.cert != "" {
+		pair, err := tls.LoadX509KeyPair(u.cert, u.key)
+		if err != nil {
+			return nil, urlError(fmt.Sprintf("cert=%s and key=%s are not a certificate and its key: %v", u.cert, u.key, err))
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	return config, nil
+}
+
+func urlError(message string) error {
+	return &Error{Kind: "InvalidArgument", Message: "store URL: " + message}
+}
