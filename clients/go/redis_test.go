@@ -9,12 +9,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestOnRedisDirectly runs the lease checks on a Client from Open, on one
-// Redis and on a Redis Cluster, with no daemon between.
+// Redis, a Redis Cluster and a primary found through Sentinel, with no
+// daemon between.
 func TestOnRedisDirectly(t *testing.T) {
-	for _, kind := range []string{"redis", "redis-cluster"} {
+	for _, kind := range []string{"redis", "redis-cluster", "redis-sentinel"} {
 		t.Run(kind, func(t *testing.T) {
 			url := startStore(t, kind)
 			t.Run("fences", func(t *testing.T) { fencesGrowAcrossReleases(t, url) })
@@ -85,6 +88,91 @@ func TestADirectHolderAndADaemonHolderExcludeEachOther(t *testing.T) {
 		if err := next.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestDirectHoldersGoOnAfterASentinelFailover: the primary ends at once
+// (SHUTDOWN NOSAVE), the sentinels promote a replica, and the client
+// follows: four goroutines looping on one fenced counter take the lock
+// again on the new primary, and every fence the counter accepts exceeds
+// the one before.
+func TestDirectHoldersGoOnAfterASentinelFailover(t *testing.T) {
+	url := startStore(t, "redis-sentinel")
+	client := dial(t, url)
+	ctx := context.Background()
+	var (
+		mu       sync.Mutex
+		last     uint64
+		accepted int
+		stale    int
+		lastGood time.Time
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := client.WithLock(ctx, "go/failover", func(ctx context.Context, lease *Lease) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if lease.Fence() <= last {
+						stale++
+						return nil
+					}
+					last, accepted, lastGood = lease.Fence(), accepted+1, time.Now()
+					return nil
+				}, WithTTL(2*time.Second), WithWait(time.Second))
+				if err != nil {
+					// The primary is gone: lockward's kinds, tried again.
+					if !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrTimedOut) && !errors.Is(err, ErrLost) {
+						t.Errorf("during the failover: %v", err)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	sentinelAddrs := strings.Split(strings.Split(strings.TrimPrefix(url, "redis+sentinel://"), "/")[0], ",")
+	sentinel := redis.NewSentinelClient(&redis.Options{Addr: sentinelAddrs[0]})
+	defer sentinel.Close()
+	primary, err := sentinel.GetMasterAddrByName(ctx, "lockward-primary").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := redis.NewClient(&redis.Options{Addr: primary[0] + ":" + primary[1]})
+	mu.Lock()
+	before := accepted
+	mu.Unlock()
+	_ = old.ShutdownNoSave(ctx).Err()
+	_ = old.Close()
+	killed := time.Now()
+	deadline := killed.Add(20 * time.Second)
+	for {
+		mu.Lock()
+		wentOn := lastGood.After(killed) && accepted > before+10
+		mu.Unlock()
+		if wentOn {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("no holder went on within 20 s of the primary's end (%d writes before it)", before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("went on %v after the primary ended; %d writes accepted, %d before", lastGood.Sub(killed), accepted, before)
+	if stale != 0 {
+		t.Fatalf("the counter refused %d stale fences: a fence went back", stale)
 	}
 }
 

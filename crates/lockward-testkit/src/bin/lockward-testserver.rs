@@ -13,10 +13,11 @@ use std::sync::mpsc;
 
 use lockward_testkit::{
     EtcdCluster, KubeApiServer, MariadbServer, PostgresServer, RedisCluster, RedisMasters,
-    RedisServer, ZookeeperEnsemble,
+    RedisSentinels, RedisServer, ZookeeperEnsemble,
 };
 
-const STORES: &str = "redis, redis-cluster, redlock, etcd, zookeeper, postgres, mariadb, k8s";
+const STORES: &str =
+    "redis, redis-cluster, redis-sentinel, redlock, etcd, zookeeper, postgres, mariadb, k8s";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +31,8 @@ fn main() {
     let (server, url): (Box<dyn Any>, String) = match store.as_str() {
         "redis" => started(RedisServer::start(), RedisServer::url),
         "redis-cluster" => started(RedisCluster::start(), RedisCluster::url),
+        // A primary, two replicas and three sentinels.
+        "redis-sentinel" => started(RedisSentinels::start(2), RedisSentinels::url),
         "redlock" => started(
             RedisMasters::start(3, Default::default()),
             RedisMasters::url,

@@ -18,12 +18,17 @@
 -- the first in line).
 --
 -- The fence comes from `next_fence.lua`. When the lock is free and nobody
--- queues (the uncontended path), this costs `SET`, `GET` and `SET` plus
--- two `TYPE` lookups on the server.
-local first = first_in_line(KEYS[4], KEYS[5])
-if first == nil then return {-4, 0} end
-local readers, last_read = live_readers(KEYS[7])
-if readers < 0 then return {-4, 0} end
+-- queues or reads (the uncontended path), this costs `TIME`, one `EXISTS`,
+-- `SET`, `GET` and `SET` (and the label's `SET` when one is given).
+-- Nobody queues and nobody reads (one lookup of the three keys): the
+-- uncontended path, which needs neither the line nor the readers.
+local first, readers, last_read = false, 0, 0
+if redis.call('EXISTS', KEYS[4], KEYS[5], KEYS[7]) > 0 then
+  first = first_in_line(KEYS[4], KEYS[5])
+  if first == nil then return {-4, 0} end
+  readers, last_read = live_readers(KEYS[7])
+  if readers < 0 then return {-4, 0} end
+end
 if (not first or first == ARGV[1]) and readers == 0 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   local fence = next_fence(KEYS[2])
   if not fence then
@@ -45,7 +50,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl == -1 then return {-2, 0} end
 local joined = ARGV[4] ~= '0'
 if joined then
-  join_line(KEYS[4], KEYS[5], ARGV[1], now_us, ARGV[4])
+  join_line(KEYS[4], KEYS[5], ARGV[1], string.format('%.0f', now_us), ARGV[4])
   first = first or ARGV[1]
 end
 if readers > 0 then

@@ -28,7 +28,7 @@ if writer == 'none' and (not first or first == ARGV[1]) then
 end
 local joined = ARGV[4] ~= '0'
 if joined then
-  join_line(KEYS[4], KEYS[5], ARGV[1], now_us, ARGV[4])
+  join_line(KEYS[4], KEYS[5], ARGV[1], string.format('%.0f', now_us), ARGV[4])
   first = first or ARGV[1]
 end
 if writer == 'string' then

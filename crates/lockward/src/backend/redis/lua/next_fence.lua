@@ -21,7 +21,7 @@ local function next_fence(counter)
     last = tonumber(stored)
     if not last then return nil end
   end
-  local fence = math.max(last + 1, tonumber(now_us))
+  local fence = math.max(last + 1, now_us)
   redis.call('SET', counter, string.format('%.0f', fence))
   return fence
 end

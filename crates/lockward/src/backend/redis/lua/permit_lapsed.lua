@@ -3,7 +3,7 @@
 -- many it dropped. KEYS: holders, permits, taken.
 local clock = redis.call('TIME')
 local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local now_us = string.format('%.0f', tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
+local now_us = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 local function drop_lapsed(limit)
   local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now_ms), 'LIMIT', 0, limit)
   if #lapsed == 0 then return 0 end

@@ -15,7 +15,7 @@
 -- that is not lockward's (as `acquire.lua`).
 local function reading()
   local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
-  return string.format('%.0f', math.max(counter, tonumber(now_us)))
+  return string.format('%.0f', math.max(counter, now_us))
 end
 local counter = redis.pcall('GET', KEYS[2])
 if counter and (type(counter) == 'table' or not tonumber(counter)) then return {-3, 0} end
