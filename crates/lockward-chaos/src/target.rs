@@ -56,10 +56,12 @@ pub enum FaultKind {
     /// and one semaphore holder, ended by an operator
     /// (`Store::force_unlock`) while they work.
     ForcedUnlock,
-    /// The primary's last writes lost (Redis Sentinel, a PostgreSQL
-    /// standby, a MariaDB replica): every copy stopped from receiving
-    /// while the primary works on alone, the primary killed with kill -9,
-    /// and a copy that missed those writes promoted.
+    /// The last writes lost. Redis Sentinel, a PostgreSQL standby, a
+    /// MariaDB replica: every copy stopped from receiving while the
+    /// primary works on alone, the primary killed with kill -9, and a copy
+    /// that missed those writes promoted. One Redis: a snapshot (`SAVE`),
+    /// the server working on, then killed with kill -9 and restarted from
+    /// that snapshot (the default persistence of a Redis).
     LoseRecentWrites,
 }
 
@@ -123,6 +125,33 @@ pub struct Target {
     _dir: tempfile::TempDir,
 }
 
+/// Takes a snapshot of `server` (`SAVE`), lets the run write on for
+/// `hold`, kills it with kill -9 and restarts it from that snapshot, which
+/// is then deleted (a later kill forgets everything again, as this
+/// backend's servers run without persistence). The proof, and when the
+/// store forgot.
+async fn restart_from_a_snapshot(server: &mut RedisServer, hold: Duration) -> (String, u64) {
+    let saved = tokio::task::block_in_place(|| server.cli(&["SAVE"]));
+    let keys_at_save = tokio::task::block_in_place(|| server.cli(&["DBSIZE"]));
+    tokio::time::sleep(hold).await;
+    let pid = server.pid();
+    server.kill9();
+    let forgot = crate::history::mono_ns();
+    tokio::task::block_in_place(|| server.restart());
+    let dir = tokio::task::block_in_place(|| server.cli(&["CONFIG", "GET", "dir"]));
+    let removed = dir
+        .lines()
+        .nth(1)
+        .map(|d| std::fs::remove_file(std::path::Path::new(d).join("dump.rdb")).is_ok());
+    let keys_after = tokio::task::block_in_place(|| server.cli(&["DBSIZE"]));
+    (
+        format!(
+            "SAVE ({saved}, {keys_at_save} keys); {hold:?} later pid {pid:?} killed with SIGKILL and restarted from the snapshot ({keys_after} keys; snapshot removed: {removed:?})"
+        ),
+        forgot,
+    )
+}
+
 fn hosts(proxies: &[Proxy]) -> String {
     proxies
         .iter()
@@ -152,7 +181,10 @@ impl Target {
             // A copy that fell behind promoted, the proxy moved to it.
             "postgres-failover" | "mysql-failover" => &[FaultKind::LoseRecentWrites],
             // k8s: kube-apiserver killed; its etcd keeps every Lease.
-            "redis" | "redis-persistent" | "k8s" => &[FaultKind::KillServer],
+            // redis: without persistence a restart forgets everything; a
+            // restart from the last snapshot brings back older counters.
+            "redis" => &[FaultKind::KillServer, FaultKind::LoseRecentWrites],
+            "redis-persistent" | "k8s" => &[FaultKind::KillServer],
             // The lease backends time expiry by the server's clock.
             "postgres" | "mysql" => &[FaultKind::KillServer, FaultKind::ClockJump],
             "redlock" => &[FaultKind::KillMinority],
@@ -371,8 +403,16 @@ impl Target {
                 forgot_at = Some(forgot);
                 proof
             }
+            FaultKind::LoseRecentWrites if matches!(self.servers, Servers::Redis(_)) => {
+                let Servers::Redis(server) = &mut self.servers else {
+                    unreachable!("matched above")
+                };
+                let (proof, forgot) = restart_from_a_snapshot(server, hold).await;
+                forgot_at = Some(forgot);
+                proof
+            }
             FaultKind::LoseRecentWrites => {
-                "only Redis Sentinel's replicas, PostgreSQL standbys and MariaDB replicas are promoted"
+                "only Redis, Redis Sentinel's replicas, PostgreSQL standbys and MariaDB replicas lose writes here"
                     .into()
             }
             FaultKind::KillServer => {
