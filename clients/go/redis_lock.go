@@ -43,15 +43,15 @@ func (s *redisStore) lock(ctx context.Context, o *lockOptions) (*Lease, error) {
 	if err := checkRequest(a.Names, ttl); err != nil {
 		return nil, err
 	}
-	switch {
-	case a.Kind == lockwardpb.Kind_KIND_PERMITS:
-		return nil, unsupported("a semaphore")
-	case a.LockDelayMs > 0:
+	if a.LockDelayMs > 0 {
 		return nil, unsupported("WithLockDelay")
 	}
 	label := a.Label
 	if label == "" {
 		label = s.label
+	}
+	if a.Kind == lockwardpb.Kind_KIND_PERMITS {
+		return s.takePermits(ctx, o, label)
 	}
 	var deadline time.Time
 	try := a.WaitMs != nil && *a.WaitMs == 0

@@ -31,7 +31,10 @@ type redisStore struct {
 }
 
 // The scripts the direct path runs, by their names in lua/scripts.txt.
-var redisScriptNames = []string{"acquire", "leave", "inspect", "reader_read", "reader_extend", "reader_release"}
+var redisScriptNames = []string{
+	"acquire", "leave", "inspect", "reader_read", "reader_extend", "reader_release",
+	"permit_take", "permit_extend", "permit_release",
+}
 
 // openRedis connects to the Redis u names and checks that it answers.
 func openRedis(ctx context.Context, u *redisURL, address string) (*redisStore, error) {
@@ -184,7 +187,7 @@ func (s *redisStore) protocol(message string) error {
 	return &Error{Kind: "Protocol", Message: fmt.Sprintf("%s: %s", s.address, message)}
 }
 
-// unsupported is the error of a recipe the direct path does not have.
+// unsupported is the error of a recipe the direct path does not have yet.
 func unsupported(what string) error {
 	return &Error{Kind: "NotSupported", Message: what + " is not on Open's direct Redis path yet: Dial lockward serve for it"}
 }

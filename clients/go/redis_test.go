@@ -27,6 +27,7 @@ func TestOnRedisDirectly(t *testing.T) {
 			t.Run("counter", func(t *testing.T) { fencedIncrementsFromEightGoroutinesAreExact(t, url) })
 			t.Run("rwlock", func(t *testing.T) { readersShareAndAWriterWaits(t, url) })
 			t.Run("lockall", func(t *testing.T) { lockAllTakesEveryNameOrNone(t, url) })
+			t.Run("semaphore", func(t *testing.T) { aSemaphoreAdmitsItsPermitsAndAWaiterFollows(t, url) })
 		})
 	}
 }
@@ -89,6 +90,25 @@ func TestADirectHolderAndADaemonHolderExcludeEachOther(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One semaphore: a permit taken on one path is counted on the other.
+	permit, err := direct.Semaphore("go/one-permit", 1).TryAcquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := daemon.Semaphore("go/one-permit", 1).TryAcquire(ctx, 1); !errors.Is(err, ErrNoPermits) {
+		t.Fatalf("the daemon took a permit the direct client holds: %v", err)
+	}
+	if err := permit.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := daemon.Semaphore("go/one-permit", 1).TryAcquire(ctx, 1)
+	if err != nil {
+		t.Fatalf("the released permit: %v", err)
+	}
+	if other.Fence() <= permit.Fence() {
+		t.Fatalf("permit fence %d after %d", other.Fence(), permit.Fence())
+	}
+	_ = other.Release(ctx)
 }
 
 // TestDirectHoldersGoOnAfterASentinelFailover: the primary ends at once
@@ -282,12 +302,78 @@ func TestOpenRefusesWhatItCannotReach(t *testing.T) {
 	if _, err := client.Elect(ctx, "e", "me"); !errors.Is(err, ErrNotSupported) {
 		t.Fatalf("an election on the direct path: want ErrNotSupported, got %v", err)
 	}
-	if _, err := client.Semaphore("s", 2).TryAcquire(ctx, 1); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("a semaphore on the direct path: want ErrNotSupported, got %v", err)
+	if _, err := client.Semaphore("s", 2).TryAcquire(ctx, 3); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("3 of 2 permits: want ErrInvalidArgument, got %v", err)
+	}
+	if _, err := client.Lock(ctx, "n", WithLockDelay(time.Second)); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("a lock-delay on the direct path: want ErrNotSupported, got %v", err)
 	}
 	if _, err := client.TryLock(ctx, "n", WithTTL(time.Millisecond)); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("a 1ms TTL: want ErrInvalidArgument, got %v", err)
 	}
+}
+
+// aSemaphoreAdmitsItsPermitsAndAWaiterFollows: two permits go to two
+// holders, a third try is refused, a waiter gets the permit a release
+// frees, and a cancelled waiter holds nothing.
+func aSemaphoreAdmitsItsPermitsAndAWaiterFollows(t *testing.T, address string) {
+	client := dial(t, address)
+	ctx := context.Background()
+	pool := client.Semaphore("go/pool", 2)
+	one, err := pool.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := pool.TryAcquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.Fence() <= one.Fence() {
+		t.Fatalf("fence %d after %d", two.Fence(), one.Fence())
+	}
+	if _, err := pool.TryAcquire(ctx, 1); !errors.Is(err, ErrNoPermits) {
+		t.Fatalf("want ErrNoPermits, got %v", err)
+	}
+	if _, err := pool.Acquire(ctx, 1, WithWait(100*time.Millisecond)); !errors.Is(err, ErrTimedOut) {
+		t.Fatalf("want ErrTimedOut, got %v", err)
+	}
+	got := make(chan *Lease, 1)
+	go func() {
+		lease, err := pool.Acquire(ctx, 1, WithWait(10*time.Second))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lease
+	}()
+	time.Sleep(50 * time.Millisecond)
+	released := time.Now()
+	if err := one.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third := <-got
+	if third == nil {
+		t.FailNow()
+	}
+	t.Logf("a freed permit reached its waiter in %v", time.Since(released))
+	wait, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := pool.Acquire(wait, 1)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	_ = two.Release(ctx)
+	_ = third.Release(ctx)
+	// Both permits free again: the cancelled waiter took none.
+	a, err := pool.TryAcquire(ctx, 2)
+	if err != nil {
+		t.Fatalf("after the releases and a cancelled wait: %v", err)
+	}
+	_ = a.Release(ctx)
 }
 
 // readersShareAndAWriterWaits: an RWLock's readers hold together; its
