@@ -68,15 +68,18 @@ func (c *Client) TryElect(ctx context.Context, election, identity string, opts .
 }
 
 func (c *Client) elect(ctx context.Context, campaign *lockwardpb.Campaign) (*Leadership, error) {
+	var lease *Lease
+	var err error
 	if c.native != nil {
-		return nil, unsupported("an election")
+		lease, err = c.native.campaign(ctx, campaign)
+	} else {
+		lease, _, err = c.open(ctx, opening{
+			name:    campaign.GetElection(),
+			request: &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Campaign{Campaign: campaign}},
+			call:    c.elections.Campaign,
+			renew:   time.Duration(campaign.GetRetryMs()) * time.Millisecond,
+		})
 	}
-	lease, _, err := c.open(ctx, opening{
-		name:    campaign.GetElection(),
-		request: &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Campaign{Campaign: campaign}},
-		call:    c.elections.Campaign,
-		renew:   time.Duration(campaign.GetRetryMs()) * time.Millisecond,
-	})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +153,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // leads.
 func (c *Client) Leader(ctx context.Context, election string) (string, error) {
 	if c.native != nil {
-		return "", unsupported("an election")
+		return c.native.leader(ctx, election)
 	}
 	var trailer metadata.MD
 	resp, err := c.elections.Leader(ctx, &lockwardpb.LeaderRequest{Election: election}, grpc.Trailer(&trailer))
@@ -165,7 +168,7 @@ func (c *Client) Leader(ctx context.Context, election string) (string, error) {
 // the channel. An observer never campaigns.
 func (c *Client) Observe(ctx context.Context, election string) (<-chan string, error) {
 	if c.native != nil {
-		return nil, unsupported("an election")
+		return c.native.observe(ctx, election)
 	}
 	stream, err := c.elections.Observe(ctx, &lockwardpb.LeaderRequest{Election: election})
 	if err != nil {

@@ -12,6 +12,7 @@ type LockOption func(*lockOptions)
 type lockOptions struct {
 	acquire lockwardpb.Acquire
 	renew   bool
+	every   time.Duration // how often to renew, when not a third of the TTL
 }
 
 func newOptions(names []string, opts []LockOption) *lockOptions {
@@ -29,6 +30,9 @@ func newOptions(names []string, opts []LockOption) *lockOptions {
 func (o *lockOptions) renewInterval() time.Duration {
 	if !o.renew {
 		return 0
+	}
+	if o.every > 0 {
+		return o.every
 	}
 	return time.Duration(o.acquire.TtlMs) * time.Millisecond / 3
 }

@@ -28,6 +28,7 @@ func TestOnRedisDirectly(t *testing.T) {
 			t.Run("rwlock", func(t *testing.T) { readersShareAndAWriterWaits(t, url) })
 			t.Run("lockall", func(t *testing.T) { lockAllTakesEveryNameOrNone(t, url) })
 			t.Run("semaphore", func(t *testing.T) { aSemaphoreAdmitsItsPermitsAndAWaiterFollows(t, url) })
+			t.Run("election", func(t *testing.T) { electionHandsOverOnResign(t, url) })
 		})
 	}
 }
@@ -196,6 +197,101 @@ func TestDirectHoldersGoOnAfterASentinelFailover(t *testing.T) {
 	}
 }
 
+// TestADirectCandidateAndADaemonCandidateShareOneElection: the leader
+// through the daemon is seen by a direct observer, and a direct
+// candidate takes over on its resign with a larger epoch.
+func TestADirectCandidateAndADaemonCandidateShareOneElection(t *testing.T) {
+	url := startStore(t, "redis")
+	direct := dial(t, url)
+	daemon := dial(t, serveForTest(t, url))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := daemon.Elect(ctx, "go/election", "via-daemon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders, err := direct.Observe(ctx, "go/election")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader := <-leaders; leader != "via-daemon" {
+		t.Fatalf("the observer saw %q", leader)
+	}
+	if _, err := direct.TryElect(ctx, "go/election", "direct"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("a second leader: %v", err)
+	}
+	elected := make(chan *Leadership, 1)
+	go func() {
+		l, err := direct.Elect(ctx, "go/election", "direct")
+		if err != nil {
+			t.Error(err)
+		}
+		elected <- l
+	}()
+	waitForWaiters(t, direct, "go/election", 1)
+	resigned := time.Now()
+	if err := first.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-elected
+	if second == nil {
+		t.FailNow()
+	}
+	t.Logf("elected %v after the resign", time.Since(resigned))
+	if second.Epoch() <= first.Epoch() {
+		t.Fatalf("epoch %d after %d", second.Epoch(), first.Epoch())
+	}
+	for leader := range leaders {
+		if leader == "direct" {
+			break
+		}
+	}
+	if leader, err := daemon.Leader(ctx, "go/election"); err != nil || leader != "direct" {
+		t.Fatalf("the daemon sees %q (%v)", leader, err)
+	}
+	_ = second.Resign(ctx)
+}
+
+// TestADirectLeaderCutOffIsRevokedBeforeItsLeaseLapses: client-go's rule
+// on the direct path: the leader stops at its renew deadline, before
+// another candidate can be elected.
+func TestADirectLeaderCutOffIsRevokedBeforeItsLeaseLapses(t *testing.T) {
+	url := startStore(t, "redis")
+	proxy := newCuttableProxy(t, strings.TrimPrefix(url, "redis://"))
+	cutOff := dial(t, "redis://"+proxy.address)
+	other := dial(t, url)
+	ctx := context.Background()
+	timing := WithElectionTiming(3*time.Second, 2*time.Second, 300*time.Millisecond)
+	leader, err := cutOff.Elect(ctx, "go/cut-election", "cut-off", timing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.cut()
+	cut := time.Now()
+	elected := make(chan time.Time, 1)
+	go func() {
+		l, err := other.Elect(ctx, "go/cut-election", "next", timing)
+		if err != nil {
+			t.Error(err)
+			elected <- time.Time{}
+			return
+		}
+		elected <- time.Now()
+		_ = l.Resign(ctx)
+	}()
+	select {
+	case <-leader.Revoked():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cut-off leader was not revoked")
+	}
+	revoked := time.Now()
+	next := <-elected
+	t.Logf("revoked %v after the cut, the next elected %v after it", revoked.Sub(cut), next.Sub(cut))
+	if !next.After(revoked) {
+		t.Fatalf("the next leader was elected %v before the cut-off one stopped", revoked.Sub(next))
+	}
+}
+
 // waitForWaiters waits until the store shows n waiters in name's line.
 func waitForWaiters(t *testing.T, c *Client, name string, n uint64) {
 	t.Helper()
@@ -299,8 +395,11 @@ func TestOpenRefusesWhatItCannotReach(t *testing.T) {
 		}
 	}
 	client := dial(t, startStore(t, "redis"))
-	if _, err := client.Elect(ctx, "e", "me"); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("an election on the direct path: want ErrNotSupported, got %v", err)
+	if _, _, err := client.Idempotent(ctx, "k", nil); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("an idempotency key on the direct path: want ErrNotSupported, got %v", err)
+	}
+	if _, err := client.Elect(ctx, "e", "me", WithElectionTiming(time.Second, 2*time.Second, 100*time.Millisecond)); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a renew deadline beyond the lease: want ErrInvalidArgument, got %v", err)
 	}
 	if _, err := client.Semaphore("s", 2).TryAcquire(ctx, 3); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("3 of 2 permits: want ErrInvalidArgument, got %v", err)
