@@ -69,10 +69,10 @@ func newClaim(key string, opts []KeyOption) *lockwardpb.Claim {
 // waits WaitForRunning. An error from fn stores nothing and is returned:
 // the key stays free for a retry.
 func (c *Client) Idempotent(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) (string, error), opts ...KeyOption) (result string, ran bool, err error) {
-	if c.native != nil {
-		return "", false, unsupported("an idempotency key")
-	}
 	claim := newClaim(key, opts)
+	if c.native != nil {
+		return c.native.idempotent(ctx, claim, fn)
+	}
 	lease, answer, err := c.open(ctx, opening{
 		name:    key,
 		request: &lockwardpb.LeaseRequest{Request: &lockwardpb.LeaseRequest_Claim{Claim: claim}},
@@ -126,10 +126,10 @@ func keepLongest(c *lockwardpb.Claim) { c.Keep = lockwardpb.Keep_KEEP_LONGEST }
 // operation has not run, or its result expired). Give the namespace the
 // key was run in, if not the default.
 func (c *Client) StoredResult(ctx context.Context, key string, opts ...KeyOption) (result string, found bool, err error) {
-	if c.native != nil {
-		return "", false, unsupported("an idempotency key")
-	}
 	claim := newClaim(key, opts)
+	if c.native != nil {
+		return c.native.storedResult(ctx, keyName(claim))
+	}
 	var trailer metadata.MD
 	request := &lockwardpb.ResultRequest{Key: key, Namespace: claim.GetNamespace()}
 	resp, err := c.keys.Result(ctx, request, grpc.Trailer(&trailer))

@@ -60,11 +60,11 @@ type Decision struct {
 // Allow counts one request of subject and says whether it may go on. A
 // limit or period out of range fails with ErrInvalidArgument.
 func (r *RateLimit) Allow(ctx context.Context, subject string) (Decision, error) {
-	if r.client.native != nil {
-		return Decision{}, unsupported("a rate limit")
-	}
 	request := proto.CloneOf(r.template)
 	request.Subject = subject
+	if r.client.native != nil {
+		return r.client.native.allow(ctx, request)
+	}
 	var trailer metadata.MD
 	resp, err := r.client.limits.Check(ctx, request, grpc.Trailer(&trailer))
 	if err != nil {

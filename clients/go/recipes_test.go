@@ -232,7 +232,11 @@ func onceRunsOnce(t *testing.T, address string) {
 }
 
 func TestRateLimitLetsItsBudgetThrough(t *testing.T) {
-	client := dial(t, daemonAddress)
+	rateLimitLetsItsBudgetThrough(t, daemonAddress)
+}
+
+func rateLimitLetsItsBudgetThrough(t *testing.T, address string) {
+	client := dial(t, address)
 	ctx := context.Background()
 	limit := client.RateLimit("go/api", 2, time.Minute)
 	for want := uint64(1); ; want-- {

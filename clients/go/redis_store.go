@@ -33,7 +33,7 @@ type redisStore struct {
 // The scripts the direct path runs, by their names in lua/scripts.txt.
 var redisScriptNames = []string{
 	"acquire", "leave", "inspect", "reader_read", "reader_extend", "reader_release",
-	"permit_take", "permit_extend", "permit_release",
+	"permit_take", "permit_extend", "permit_release", "write_versioned",
 }
 
 // openRedis connects to the Redis u names and checks that it answers.

@@ -3,6 +3,7 @@ package lockward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -29,6 +30,9 @@ func TestOnRedisDirectly(t *testing.T) {
 			t.Run("lockall", func(t *testing.T) { lockAllTakesEveryNameOrNone(t, url) })
 			t.Run("semaphore", func(t *testing.T) { aSemaphoreAdmitsItsPermitsAndAWaiterFollows(t, url) })
 			t.Run("election", func(t *testing.T) { electionHandsOverOnResign(t, url) })
+			t.Run("idempotent", func(t *testing.T) { idempotentRunsOnce(t, url) })
+			t.Run("once", func(t *testing.T) { onceRunsOnce(t, url) })
+			t.Run("ratelimit", func(t *testing.T) { rateLimitLetsItsBudgetThrough(t, url) })
 		})
 	}
 }
@@ -252,6 +256,68 @@ func TestADirectCandidateAndADaemonCandidateShareOneElection(t *testing.T) {
 	_ = second.Resign(ctx)
 }
 
+// TestAnIdempotencyKeyIsOneKeyOnBothPaths: a key running through the
+// daemon is in progress for a direct client, and its stored result is
+// what the direct client gets, without running anything.
+func TestAnIdempotencyKeyIsOneKeyOnBothPaths(t *testing.T) {
+	url := startStore(t, "redis")
+	direct := dial(t, url)
+	daemon := dial(t, serveForTest(t, url))
+	ctx := context.Background()
+	running, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := daemon.Idempotent(ctx, "order-7", func(ctx context.Context, lease *Lease) (string, error) {
+			close(running)
+			<-finish
+			return "charged 7.00", nil
+		})
+		done <- err
+	}()
+	<-running
+	never := func(ctx context.Context, lease *Lease) (string, error) {
+		t.Error("the direct client ran a key the daemon's client runs")
+		return "", nil
+	}
+	if _, _, err := direct.Idempotent(ctx, "order-7", never); !errors.Is(err, ErrInProgress) {
+		t.Fatalf("want ErrInProgress, got %v", err)
+	}
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	result, ran, err := direct.Idempotent(ctx, "order-7", never)
+	if err != nil || ran || result != "charged 7.00" {
+		t.Fatalf("got %q ran %v (%v), want the stored result", result, ran, err)
+	}
+	if stored, found, err := direct.StoredResult(ctx, "order-7"); err != nil || !found || stored != "charged 7.00" {
+		t.Fatalf("StoredResult: %q %v %v", stored, found, err)
+	}
+}
+
+// TestARateLimitIsOneBudgetOnBothPaths: requests counted through the
+// daemon and directly draw on one budget.
+func TestARateLimitIsOneBudgetOnBothPaths(t *testing.T) {
+	url := startStore(t, "redis")
+	clients := []*Client{dial(t, url), dial(t, serveForTest(t, url))}
+	ctx := context.Background()
+	for _, opts := range [][]LimitOption{nil, {WithBurst(4)}} {
+		allowed := 0
+		for i := range 6 {
+			d, err := clients[i%2].RateLimit("go/shared-budget", 4, time.Hour, opts...).Allow(ctx, fmt.Sprint("user-", len(opts)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				allowed++
+			}
+		}
+		if allowed != 4 {
+			t.Fatalf("%v: %d of 6 requests allowed on a budget of 4", opts, allowed)
+		}
+	}
+}
+
 // TestADirectLeaderCutOffIsRevokedBeforeItsLeaseLapses: client-go's rule
 // on the direct path: the leader stops at its renew deadline, before
 // another candidate can be elected.
@@ -395,8 +461,11 @@ func TestOpenRefusesWhatItCannotReach(t *testing.T) {
 		}
 	}
 	client := dial(t, startStore(t, "redis"))
-	if _, _, err := client.Idempotent(ctx, "k", nil); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("an idempotency key on the direct path: want ErrNotSupported, got %v", err)
+	if _, err := client.RateLimit("r", 0, time.Second).Allow(ctx, "me"); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("a limit of 0: want ErrInvalidArgument, got %v", err)
+	}
+	if _, _, err := client.Idempotent(ctx, "k", nil, WithPermanentResult()); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("a result kept forever on Redis: want ErrNotSupported, got %v", err)
 	}
 	if _, err := client.Elect(ctx, "e", "me", WithElectionTiming(time.Second, 2*time.Second, 100*time.Millisecond)); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("a renew deadline beyond the lease: want ErrInvalidArgument, got %v", err)
