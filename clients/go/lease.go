@@ -49,6 +49,9 @@ type Lease struct {
 type directHolding interface {
 	renew(ctx context.Context, ttl time.Duration) error
 	release() error
+	// deadline is until when the holder may act after a grant or renewal
+	// for ttl sent at sent.
+	deadline(sent time.Time, ttl time.Duration) time.Time
 }
 
 // newDirectLease is the Lease of a hold on the store itself, granted with
@@ -385,7 +388,7 @@ func (l *Lease) renewDirect(ctx context.Context, ttl time.Duration) error {
 	if l.lostErr != nil {
 		return l.lostErr
 	}
-	if deadline := sent.Add(ttl); deadline.After(l.deadline) && !l.released {
+	if deadline := l.direct.deadline(sent, ttl); deadline.After(l.deadline) && !l.released {
 		l.deadline = deadline
 		l.timer.Reset(time.Until(deadline))
 	}

@@ -77,7 +77,7 @@ func (s *redisStore) allow(ctx context.Context, r *lockwardpb.CheckRequest) (Dec
 			return decision, nil
 		}
 		keepFor = max(keepFor, minRecordKeepFor)
-		reply, err := s.run(ctx, versionedScript, []string{key}, expected, *write, keepFor.Milliseconds(), newOwner())
+		reply, err := s.run(ctx, versionedScript, []string{key}, expected, *write, keepFor.Milliseconds(), newOwner(false))
 		if err != nil {
 			return Decision{}, err
 		}

@@ -43,9 +43,7 @@ func (s *redisStore) lock(ctx context.Context, o *lockOptions) (*Lease, error) {
 	if err := checkRequest(a.Names, ttl); err != nil {
 		return nil, err
 	}
-	if a.LockDelayMs > 0 {
-		return nil, unsupported("WithLockDelay")
-	}
+	delay := time.Duration(a.LockDelayMs) * time.Millisecond
 	label := a.Label
 	if label == "" {
 		label = s.label
@@ -58,7 +56,7 @@ func (s *redisStore) lock(ctx context.Context, o *lockOptions) (*Lease, error) {
 	if a.WaitMs != nil {
 		deadline = time.Now().Add(time.Duration(*a.WaitMs) * time.Millisecond)
 	}
-	h := &redisHold{store: s, owner: newOwner(), shared: a.Kind == lockwardpb.Kind_KIND_SHARED, ttl: ttl}
+	h := &redisHold{store: s, owner: newOwner(delay > 0), shared: a.Kind == lockwardpb.Kind_KIND_SHARED, ttl: ttl, delay: delay}
 	order := slices.Clone(a.Names)
 	slices.Sort(order)
 	order = slices.Compact(order)
@@ -76,7 +74,7 @@ func (s *redisStore) lock(ctx context.Context, o *lockOptions) (*Lease, error) {
 			earliest = started
 		}
 	}
-	deadline = earliest.Add(ttl)
+	deadline = localDeadline(earliest, ttl, delay)
 	// The first names' leases ran while the wait went on for the others:
 	// renewed together, the lease's deadline counts from the renewal.
 	if len(order) > 1 && time.Since(earliest) > ttl/3 {
@@ -85,7 +83,7 @@ func (s *redisStore) lock(ctx context.Context, o *lockOptions) (*Lease, error) {
 			h.giveBack()
 			return nil, err
 		}
-		deadline = renewed.Add(ttl)
+		deadline = localDeadline(renewed, ttl, delay)
 	}
 	fences := make([]uint64, len(a.Names))
 	for i, name := range a.Names {
@@ -128,7 +126,14 @@ type redisHold struct {
 	owner  string
 	shared bool
 	ttl    time.Duration
-	names  []string // held, in the order taken
+	// The store keeps each name this much longer than ttl, for a holder
+	// that stops without a release (WithLockDelay).
+	delay time.Duration
+	names []string // held, in the order taken
+}
+
+func (h *redisHold) deadline(sent time.Time, ttl time.Duration) time.Time {
+	return localDeadline(sent, ttl, h.delay)
 }
 
 // acquire takes name for h's owner: at once when it is free, else in the
@@ -226,7 +231,7 @@ func (h *redisHold) attempt(ctx context.Context, k redisKeys, label string, plac
 	started = time.Now()
 	reply, err := h.store.run(call, script,
 		[]string{k.lock, k.fence, k.holder, k.queue, k.places, k.channel, k.readers},
-		h.owner, h.ttl.Milliseconds(), label, place.Milliseconds())
+		h.owner, (h.ttl + h.delay).Milliseconds(), label, place.Milliseconds())
 	if err != nil {
 		return 0, 0, started, err
 	}
@@ -309,7 +314,7 @@ func (h *redisHold) leaveLine(k redisKeys) {
 func (h *redisHold) renew(ctx context.Context, ttl time.Duration) error {
 	for _, name := range h.names {
 		k := h.store.keys(name)
-		reply, err := h.store.run(ctx, "reader_extend", []string{k.lock, k.holder, k.readers}, h.owner, ttl.Milliseconds())
+		reply, err := h.store.run(ctx, "reader_extend", []string{k.lock, k.holder, k.readers}, h.owner, (ttl + h.delay).Milliseconds())
 		if err != nil {
 			return err
 		}

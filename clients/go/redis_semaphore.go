@@ -39,7 +39,10 @@ func (s *redisStore) takePermits(ctx context.Context, o *lockOptions, label stri
 		return nil, &Error{Kind: "InvalidArgument", Message: fmt.Sprintf("permits: take 1 to %d permits of %q, not %d", a.Permits, name, a.Take)}
 	}
 	ttl := time.Duration(a.TtlMs) * time.Millisecond
-	h := &permitHold{store: s, name: name, owner: newOwner(), keys: s.semKeys(name), ttl: ttl}
+	if a.LockDelayMs > 0 {
+		return nil, &Error{Kind: "InvalidArgument", Message: "lock_delay: a semaphore's permits are freed when their lease lapses; a lock-delay is for locks"}
+	}
+	h := &permitHold{store: s, name: name, owner: newOwner(false), keys: s.semKeys(name), ttl: ttl}
 	began := time.Now()
 	fence, free, err := h.take(ctx, a.Permits, a.Take)
 	if err != nil || fence > 0 {
@@ -56,7 +59,7 @@ func (s *redisStore) takePermits(ctx context.Context, o *lockOptions, label stri
 		deadline = began.Add(time.Duration(*a.WaitMs) * time.Millisecond)
 	}
 	// First in line: only this waiter tries until its permits fit.
-	line := &redisHold{store: s, owner: newOwner(), ttl: ttl}
+	line := &redisHold{store: s, owner: newOwner(false), ttl: ttl}
 	if _, _, err := line.acquire(ctx, name+"#line", label, deadline, false); err != nil {
 		return nil, err
 	}
@@ -105,7 +108,11 @@ func (h *permitHold) lease(fence uint64, sent time.Time, o *lockOptions) *Lease 
 	if fence == 0 {
 		return nil
 	}
-	return newDirectLease(h.name, []uint64{fence}, sent.Add(h.ttl), h, h.ttl, o.renewInterval())
+	return newDirectLease(h.name, []uint64{fence}, h.deadline(sent, h.ttl), h, h.ttl, o.renewInterval())
+}
+
+func (h *permitHold) deadline(sent time.Time, ttl time.Duration) time.Time {
+	return localDeadline(sent, ttl, 0)
 }
 
 // take runs one take: the fence when taken, else how many are free. A

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -103,11 +104,32 @@ func (s *redisStore) close() error {
 	return s.rdb.Close()
 }
 
-// newOwner is a fresh owner id: 32 hex digits, as the Rust store writes.
-func newOwner() string {
+// lockDelayMark is the bit of an owner id's first byte that marks a
+// holder with a lock-delay, so a forced unlock holds the name back
+// (crates/lockward/src/owner.rs).
+const lockDelayMark = 0x80
+
+// newOwner is a fresh owner id: 32 hex digits, as the Rust store writes,
+// marked when the holder asked for a lock-delay.
+func newOwner(withLockDelay bool) string {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
+	id[0] &^= lockDelayMark
+	if withLockDelay {
+		id[0] |= lockDelayMark
+	}
 	return hex.EncodeToString(id[:])
+}
+
+// localDeadline is until when a holder may act on a lease the store keeps
+// ttl + lockDelay from a request sent at sent: the drift between this
+// process's clock and the store's (1 % + 2 ms) counted over both, the
+// lock-delay after the deadline (crates/lockward/src/lease.rs), so the
+// deadline is never after the store's expiry.
+func localDeadline(sent time.Time, ttl, lockDelay time.Duration) time.Time {
+	kept := ttl + lockDelay
+	drift := kept/100 + 2*time.Millisecond
+	return sent.Add(kept - drift - lockDelay)
 }
 
 // redisKeys are where a name lives (crates/lockward/src/backend/redis/keys.rs).

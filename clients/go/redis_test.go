@@ -256,6 +256,39 @@ func TestADirectCandidateAndADaemonCandidateShareOneElection(t *testing.T) {
 	_ = second.Resign(ctx)
 }
 
+// TestALockDelayHoldsTheNameBackAfterALapse: a holder that stops without
+// a release keeps the name for its lock-delay past its lease, on both
+// paths; its deadline stays at the lease (less the drift allowance).
+func TestALockDelayHoldsTheNameBackAfterALapse(t *testing.T) {
+	url := startStore(t, "redis")
+	direct := dial(t, url)
+	daemon := dial(t, serveForTest(t, url))
+	ctx := context.Background()
+	for _, c := range []*Client{direct, daemon} {
+		taken := time.Now()
+		stopped, err := c.Lock(ctx, "go/delayed", WithTTL(300*time.Millisecond), WithLockDelay(time.Second), WithoutRenewal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if until := stopped.Deadline().Sub(taken); until > 300*time.Millisecond || until < 250*time.Millisecond {
+			t.Fatalf("deadline %v after the take, want within the 300ms lease", until)
+		}
+		<-stopped.Lost()
+		time.Sleep(200 * time.Millisecond)
+		if _, err := direct.TryLock(ctx, "go/delayed"); !errors.Is(err, ErrBusy) {
+			t.Fatalf("within the lock-delay: want ErrBusy, got %v", err)
+		}
+		next, err := direct.Lock(ctx, "go/delayed", WithWait(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if freed := time.Since(taken); freed < 1300*time.Millisecond {
+			t.Fatalf("taken again %v after the first take, before its lease and lock-delay ran out", freed)
+		}
+		_ = next.Release(ctx)
+	}
+}
+
 // TestAnIdempotencyKeyIsOneKeyOnBothPaths: a key running through the
 // daemon is in progress for a direct client, and its stored result is
 // what the direct client gets, without running anything.
@@ -472,9 +505,6 @@ func TestOpenRefusesWhatItCannotReach(t *testing.T) {
 	}
 	if _, err := client.Semaphore("s", 2).TryAcquire(ctx, 3); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("3 of 2 permits: want ErrInvalidArgument, got %v", err)
-	}
-	if _, err := client.Lock(ctx, "n", WithLockDelay(time.Second)); !errors.Is(err, ErrNotSupported) {
-		t.Fatalf("a lock-delay on the direct path: want ErrNotSupported, got %v", err)
 	}
 	if _, err := client.TryLock(ctx, "n", WithTTL(time.Millisecond)); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("a 1ms TTL: want ErrInvalidArgument, got %v", err)

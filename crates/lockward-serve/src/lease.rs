@@ -156,6 +156,18 @@ fn stopped() -> Status {
     )
 }
 
+/// Leaves the locks taken with a lock-delay to run out in the store
+/// instead of releasing them when `held` is dropped: their client stopped
+/// without a release (its lease lapsed, or it went away), so it may still
+/// be acting, and the lock-delay is what it asked for then.
+fn keep_lock_delays(held: &Held) {
+    for guard in held.guards() {
+        if !guard.lock_delay().is_zero() {
+            guard.abandon();
+        }
+    }
+}
+
 /// After the grant: renewals and the release from the client, Lost from
 /// the store. Returns when the lease ended; what is still held then is
 /// dropped, which releases it.
@@ -175,6 +187,7 @@ async fn keep(
             }
             reason = lost.wait() => {
                 let _ = events.send(Ok(lost_event(reason))).await;
+                keep_lock_delays(&held);
                 return;
             }
             message = requests.message() => match message {
@@ -235,8 +248,12 @@ async fn keep(
                     let _ = events.send(Err(invalid("a stream asks for what it holds once"))).await;
                     return;
                 }
-                // The client went away without releasing: released now.
-                Ok(None) | Err(_) => return,
+                // The client went away without releasing: released now,
+                // but for the locks it asked to keep for a lock-delay.
+                Ok(None) | Err(_) => {
+                    keep_lock_delays(&held);
+                    return;
+                }
             }
         }
     }

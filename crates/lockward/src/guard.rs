@@ -194,6 +194,22 @@ impl Guard {
         }
     }
 
+    /// How long the store keeps the lock past a lapse without a release
+    /// (zero unless taken with [`LockOptions::lock_delay`](crate::LockOptions::lock_delay)).
+    pub fn lock_delay(&self) -> Duration {
+        self.standing.borrow().lock_delay
+    }
+
+    /// Lets go without releasing: renewals stop, lost signals do not fire,
+    /// and dropping the guard leaves the lock in the store until its lease
+    /// and lock-delay run out. For a holder that keeps a lock on behalf of
+    /// another process that stopped renewing it (as `lockward serve` does
+    /// for its clients): that process may still be acting, and the
+    /// lock-delay is what keeps the next holder out meanwhile.
+    pub fn abandon(&self) {
+        self.end();
+    }
+
     /// The fencing token: send it with every write to the protected resource.
     pub fn fence(&self) -> u64 {
         self.lease.fence
