@@ -23,9 +23,9 @@ type Client struct {
 	elections lockwardpb.ElectionsClient
 	keys      lockwardpb.KeysClient
 	limits    lockwardpb.LimitsClient
-	// native is the Redis a Client from Open holds its locks on itself;
+	// native is the store a Client from Open holds its locks on itself;
 	// nil for a Client from Dial, whose daemon holds them.
-	native *redisStore
+	native directStore
 }
 
 // Dial connects to lockward serve at address: "unix:///PATH" or

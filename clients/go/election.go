@@ -71,7 +71,7 @@ func (c *Client) elect(ctx context.Context, campaign *lockwardpb.Campaign) (*Lea
 	var lease *Lease
 	var err error
 	if c.native != nil {
-		lease, err = c.native.campaign(ctx, campaign)
+		lease, err = directCampaign(ctx, c.native, campaign)
 	} else {
 		lease, _, err = c.open(ctx, opening{
 			name:    campaign.GetElection(),
@@ -153,7 +153,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // leads.
 func (c *Client) Leader(ctx context.Context, election string) (string, error) {
 	if c.native != nil {
-		return c.native.leader(ctx, election)
+		return directLeader(ctx, c.native, election)
 	}
 	var trailer metadata.MD
 	resp, err := c.elections.Leader(ctx, &lockwardpb.LeaderRequest{Election: election}, grpc.Trailer(&trailer))
@@ -168,7 +168,7 @@ func (c *Client) Leader(ctx context.Context, election string) (string, error) {
 // the channel. An observer never campaigns.
 func (c *Client) Observe(ctx context.Context, election string) (<-chan string, error) {
 	if c.native != nil {
-		return c.native.observe(ctx, election)
+		return directObserve(ctx, c.native, election)
 	}
 	stream, err := c.elections.Observe(ctx, &lockwardpb.LeaderRequest{Election: election})
 	if err != nil {

@@ -85,7 +85,7 @@ func dial(t *testing.T, address string) *Client {
 	t.Helper()
 	var client *Client
 	var err error
-	if strings.HasPrefix(address, "redis") {
+	if strings.HasPrefix(address, "redis") || strings.HasPrefix(address, "redlock") {
 		client, err = Open(context.Background(), address)
 	} else {
 		client, err = Dial(context.Background(), address)

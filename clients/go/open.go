@@ -14,11 +14,13 @@ import (
 // The stores reached this way are Redis: "redis://[user:pass@]host:port[/db]",
 // "rediss://…" (TLS; ca=, cert=, key= name PEM files),
 // "redis+cluster://host:port,host:port" and
-// "redis+sentinel://host:port,…/PRIMARY"; prefix= sets the keys' prefix
-// ("lockward:" by default) as for the CLI. Every other store, and recipes
-// the direct path does not have yet (elections, semaphores, idempotency
-// keys, rate limits), are reached through Dial and `lockward serve`; Open
-// says so in its error.
+// "redis+sentinel://host:port,…/PRIMARY", and Redlock over an odd number
+// of independent masters, "redlock://host:port,host:port,host:port";
+// prefix= sets the keys' prefix
+// ("lockward:" by default) as for the CLI. Every other store is reached
+// through Dial and `lockward serve`, and so are the few things this path
+// does not do yet (replicas=; on Redlock, readers, semaphores, idempotency
+// keys and rate limits); Open and those calls say so in their errors.
 //
 // Open checks that the store answers before it returns; cancelling ctx
 // ends that check.
@@ -26,8 +28,14 @@ func Open(ctx context.Context, url string) (*Client, error) {
 	scheme, _, _ := strings.Cut(url, "://")
 	switch scheme {
 	case "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel":
+	case "redlock":
+		store, err := openRedlock(url)
+		if err != nil {
+			return nil, err
+		}
+		return &Client{native: store}, nil
 	default:
-		return nil, &Error{Kind: "NotSupported", Message: "Open reaches Redis directly (redis://, rediss://, redis+cluster://, redis+sentinel://); for " +
+		return nil, &Error{Kind: "NotSupported", Message: "Open reaches Redis directly (redis://, rediss://, redis+cluster://, redis+sentinel://, redlock://); for " +
 			scheme + ":// start `lockward serve --store URL` and use Dial"}
 	}
 	u, err := parseRedisURL(url)

@@ -35,10 +35,24 @@ type redisStore struct {
 var redisScriptNames = []string{
 	"acquire", "leave", "inspect", "reader_read", "reader_extend", "reader_release",
 	"permit_take", "permit_extend", "permit_release", "write_versioned",
+	"redlock_grant", "redlock_raise", "release", "extend",
 }
 
 // openRedis connects to the Redis u names and checks that it answers.
 func openRedis(ctx context.Context, u *redisURL, address string) (*redisStore, error) {
+	s, err := newRedisStore(u, address)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		_ = s.close()
+		return nil, s.failed(err)
+	}
+	return s, nil
+}
+
+// newRedisStore is the store of the Redis u names, connected lazily.
+func newRedisStore(u *redisURL, address string) (*redisStore, error) {
 	config, err := u.tlsConfig()
 	if err != nil {
 		return nil, err
@@ -72,20 +86,16 @@ func openRedis(ctx context.Context, u *redisURL, address string) (*redisStore, e
 		address: address,
 		scripts: make(map[string]*redis.Script, len(redisScriptNames)),
 		label:   defaultLabel(),
+		wakeups: newWakeups(rdb),
 	}
 	for _, name := range redisScriptNames {
 		text, err := redislua.Script(name)
 		if err != nil {
-			_ = rdb.Close()
+			_ = s.close()
 			return nil, &Error{Kind: "Protocol", Message: err.Error()}
 		}
 		s.scripts[name] = redis.NewScript(text)
 	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, s.failed(err)
-	}
-	s.wakeups = newWakeups(rdb)
 	return s, nil
 }
 
@@ -151,6 +161,22 @@ func (s *redisStore) keys(name string) redisKeys {
 		places:  lock + ":places",
 		readers: lock + ":readers",
 	}
+}
+
+// listElection lists election for `lockward status`; a store that cannot
+// write the record only leaves it unlisted.
+func (s *redisStore) listElection(ctx context.Context, election string, lease time.Duration) {
+	key, value := electionListing(election, lease)
+	_ = s.rdb.Set(ctx, s.recordKey(key), value, electionListedFor).Err()
+}
+
+// listenReleases wakes wake at each release of name.
+func (s *redisStore) listenReleases(ctx context.Context, name string, wake chan struct{}) (func(), error) {
+	stop, err := s.wakeups.listen(ctx, s.keys(name).channel, wake)
+	if err != nil {
+		return nil, s.failed(err)
+	}
+	return stop, nil
 }
 
 // turnChannel is where the waiter owner hears its turn.

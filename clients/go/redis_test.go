@@ -37,6 +37,65 @@ func TestOnRedisDirectly(t *testing.T) {
 	}
 }
 
+// TestOnRedlockDirectly runs the lease checks on a Client from Open over
+// three Redis masters, and beside a daemon on the same masters.
+func TestOnRedlockDirectly(t *testing.T) {
+	url := startStore(t, "redlock")
+	t.Run("fences", func(t *testing.T) { fencesGrowAcrossReleases(t, url) })
+	t.Run("busy", func(t *testing.T) { tryLockOnAHeldLockIsBusy(t, url) })
+	t.Run("handoff", func(t *testing.T) { aWaiterIsWokenPromptlyByTheRelease(t, url) })
+	t.Run("cancel", func(t *testing.T) { aCancelledWaitEndsAtOnceAndLeavesNoHolder(t, url) })
+	t.Run("counter", func(t *testing.T) { fencedIncrementsFromEightGoroutinesAreExact(t, url) })
+	t.Run("lockall", func(t *testing.T) { lockAllTakesEveryNameOrNone(t, url) })
+	t.Run("election", func(t *testing.T) { electionHandsOverOnResign(t, url) })
+	t.Run("with a daemon", func(t *testing.T) {
+		direct := dial(t, url)
+		daemon := dial(t, serveForTest(t, url))
+		ctx := context.Background()
+		held, err := direct.Lock(ctx, "go/redlock-shared", WithLabel("direct"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := daemon.TryLock(ctx, "go/redlock-shared"); !errors.Is(err, ErrBusy) {
+			t.Fatalf("the daemon took a lock the direct client holds: %v", err)
+		}
+		if row, err := daemon.Inspect(ctx, "go/redlock-shared"); err != nil || row.GetLabel() != "direct" || row.GetFence() != held.Fence() {
+			t.Fatalf("the daemon sees %v (%v)", row, err)
+		}
+		granted := make(chan *Lease, 1)
+		go func() {
+			lease, err := daemon.Lock(ctx, "go/redlock-shared", WithWait(10*time.Second))
+			if err != nil {
+				t.Error(err)
+			}
+			granted <- lease
+		}()
+		time.Sleep(100 * time.Millisecond)
+		released := time.Now()
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		next := <-granted
+		if next == nil {
+			t.FailNow()
+		}
+		t.Logf("handed to the daemon's waiter in %v", time.Since(released))
+		if next.Fence() <= held.Fence() {
+			t.Fatalf("fence %d after %d", next.Fence(), held.Fence())
+		}
+		_ = next.Release(ctx)
+	})
+	client := dial(t, url)
+	if _, err := client.RWLock("go/rw").TryRLock(context.Background()); !errors.Is(err, ErrNotSupported) {
+		t.Fatalf("readers on Redlock: want ErrNotSupported, got %v", err)
+	}
+	for _, bad := range []string{"redlock://127.0.0.1:1,127.0.0.1:2", "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/0"} {
+		if _, err := Open(context.Background(), bad); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("%s: want ErrInvalidArgument, got %v", bad, err)
+		}
+	}
+}
+
 // TestADirectHolderAndADaemonHolderExcludeEachOther: a Go holder on Redis
 // and the Rust store behind `lockward serve` share one lock, hand it to
 // each other's waiters at once (the same line, the same wake-ups), and

@@ -11,8 +11,9 @@ import (
 	"strings"
 )
 
-// redisURL is what a redis://, rediss://, redis+cluster:// or
-// redis+sentinel:// URL says, in the forms the lockward CLI takes.
+// redisURL is what a redis://, rediss://, redis+cluster://,
+// redis+sentinel:// or redlock:// URL says, in the forms the lockward CLI
+// takes.
 type redisURL struct {
 	tls      bool
 	cluster  bool
@@ -38,8 +39,9 @@ func parseRedisURL(raw string) (*redisURL, error) {
 		return nil, urlError("no scheme: write redis://HOST:PORT")
 	}
 	u := &redisURL{
-		tls:     strings.HasPrefix(scheme, "rediss"),
-		cluster: strings.HasSuffix(scheme, "+cluster"),
+		tls: strings.HasPrefix(scheme, "rediss"),
+		// Redlock's masters are listed as a cluster's seed nodes are.
+		cluster: strings.HasSuffix(scheme, "+cluster") || scheme == "redlock",
 		prefix:  defaultRedisPrefix,
 	}
 	sentinels := strings.HasSuffix(scheme, "+sentinel")
@@ -81,6 +83,9 @@ func parseRedisURL(raw string) (*redisURL, error) {
 		u.primary, path = primary, db
 	}
 	if path != "" {
+		if scheme == "redlock" {
+			return nil, urlError("redlock:// takes no database index")
+		}
 		if u.cluster {
 			return nil, urlError("a Redis Cluster has only database 0; remove the /N from the URL")
 		}

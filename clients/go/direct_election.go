@@ -13,11 +13,12 @@ import (
 // status` after a candidate last campaigned in it (recipe/election.rs).
 const electionListedFor = 30 * 24 * time.Hour
 
-// campaign is an election on Redis itself, as the Rust recipe runs it
-// (recipe/election.rs): the lock of the election's name, with the
-// candidate's identity as its holder's label, a TTL of the lease
-// duration, renewed every retry period; its fence is the epoch.
-func (s *redisStore) campaign(ctx context.Context, c *lockwardpb.Campaign) (*Lease, error) {
+// directCampaign is an election on a store the client holds itself, as
+// the Rust recipe runs it (recipe/election.rs): the lock of the
+// election's name, with the candidate's identity as its holder's label, a
+// TTL of the lease duration, renewed every retry period; its fence is
+// the epoch.
+func directCampaign(ctx context.Context, s directStore, c *lockwardpb.Campaign) (*Lease, error) {
 	lease := time.Duration(c.GetLeaseMs()) * time.Millisecond
 	deadline := time.Duration(c.GetRenewDeadlineMs()) * time.Millisecond
 	retry := time.Duration(c.GetRetryMs()) * time.Millisecond
@@ -45,16 +46,15 @@ func (s *redisStore) campaign(ctx context.Context, c *lockwardpb.Campaign) (*Lea
 	return l, err
 }
 
-// listElection lists election for `lockward status`; a store that cannot
-// write the record only leaves it unlisted.
-func (s *redisStore) listElection(ctx context.Context, election string, lease time.Duration) {
-	key := s.keys("election/"+election).lock + ":record"
-	_ = s.rdb.Set(ctx, key, strconv.FormatInt(lease.Milliseconds(), 10), electionListedFor).Err()
+// electionListing is the record that lists election for `lockward
+// status`, and its value.
+func electionListing(election string, lease time.Duration) (key, value string) {
+	return "election/" + election, strconv.FormatInt(lease.Milliseconds(), 10)
 }
 
-// leader is the identity of election's leader: its holder's label (or
-// owner), "" when nobody leads.
-func (s *redisStore) leader(ctx context.Context, election string) (string, error) {
+// directLeader is the identity of election's leader: its holder's label
+// (or owner), "" when nobody leads.
+func directLeader(ctx context.Context, s directStore, election string) (string, error) {
 	row, err := s.inspect(ctx, election)
 	if err != nil || row == nil {
 		return "", err
@@ -65,19 +65,19 @@ func (s *redisStore) leader(ctx context.Context, election string) (string, error
 	return row.GetOwner(), nil
 }
 
-// observe sends election's leader now and each change after it: woken by
-// the releases published on the name's channel, and looking again every
-// second for an expiry or an election nothing announces.
-func (s *redisStore) observe(ctx context.Context, election string) (<-chan string, error) {
+// directObserve sends election's leader now and each change after it:
+// woken by the releases published on the name's channel, and looking
+// again every second for an expiry or an election nothing announces.
+func directObserve(ctx context.Context, s directStore, election string) (<-chan string, error) {
 	if err := checkRequest([]string{election}, minTTL); err != nil {
 		return nil, err
 	}
 	wake := make(chan struct{}, 1)
-	stop, err := s.wakeups.listen(ctx, s.keys(election).channel, wake)
+	stop, err := s.listenReleases(ctx, election, wake)
 	if err != nil {
-		return nil, s.failed(err)
+		return nil, err
 	}
-	first, err := s.leader(ctx, election)
+	first, err := directLeader(ctx, s, election)
 	if err != nil {
 		stop()
 		return nil, err
@@ -104,7 +104,7 @@ func (s *redisStore) observe(ctx context.Context, election string) (<-chan strin
 			case <-timer.C:
 			}
 			timer.Stop()
-			now, err := s.leader(ctx, election)
+			now, err := directLeader(ctx, s, election)
 			if err != nil {
 				// The store is away: the observer looks again later.
 				send = false
