@@ -2,6 +2,7 @@ package lockward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -147,7 +148,7 @@ func (h *redisHold) deadline(sent time.Time, ttl time.Duration) time.Time {
 func (h *redisHold) acquire(ctx context.Context, name, label string, deadline time.Time, try bool) (uint64, time.Time, error) {
 	s := h.store
 	k := s.keys(name)
-	fence, _, started, err := h.attempt(ctx, k, label, 0)
+	fence, _, started, err := h.attempt(ctx, k, name, label, 0)
 	if err != nil || fence > 0 {
 		return fence, started, err
 	}
@@ -174,7 +175,7 @@ func (h *redisHold) acquire(ctx context.Context, name, label string, deadline ti
 	var left time.Duration
 	outage := 20 * time.Millisecond
 	for {
-		fence, left, started, err = h.attempt(ctx, k, label, place)
+		fence, left, started, err = h.attempt(ctx, k, name, label, place)
 		pause := place / 3
 		switch {
 		case err == nil && fence > 0:
@@ -218,7 +219,7 @@ func timedOut(name string) error {
 // the line or renews this waiter's place in it. Returns the fence when
 // granted, else when to look again (-1: at the next turn). A grant that
 // arrives after ctx ended is given back, and ctx's error returned.
-func (h *redisHold) attempt(ctx context.Context, k redisKeys, label string, place time.Duration) (fence uint64, left time.Duration, started time.Time, err error) {
+func (h *redisHold) attempt(ctx context.Context, k redisKeys, name, label string, place time.Duration) (fence uint64, left time.Duration, started time.Time, err error) {
 	script := "acquire"
 	if h.shared {
 		script = "reader_read"
@@ -229,9 +230,15 @@ func (h *redisHold) attempt(ctx context.Context, k redisKeys, label string, plac
 	call, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
 	defer cancel()
 	started = time.Now()
-	reply, err := h.store.run(call, script,
+	reply, err := h.store.runConfirmed(call, fmt.Sprintf("the grant of %q", name), script,
 		[]string{k.lock, k.fence, k.holder, k.queue, k.places, k.channel, k.readers},
 		h.owner, (h.ttl + h.delay).Milliseconds(), label, place.Milliseconds())
+	var unconfirmed *notConfirmed
+	if errors.As(err, &unconfirmed) {
+		// Undone, so nobody holds what the caller is told it lacks.
+		h.releaseName(k)
+		return 0, 0, started, unconfirmed.err
+	}
 	if err != nil {
 		return 0, 0, started, err
 	}
@@ -314,7 +321,12 @@ func (h *redisHold) leaveLine(k redisKeys) {
 func (h *redisHold) renew(ctx context.Context, ttl time.Duration) error {
 	for _, name := range h.names {
 		k := h.store.keys(name)
-		reply, err := h.store.run(ctx, "reader_extend", []string{k.lock, k.holder, k.readers}, h.owner, (ttl + h.delay).Milliseconds())
+		reply, err := h.store.runConfirmed(ctx, fmt.Sprintf("the renewal of %q", name), "reader_extend", []string{k.lock, k.holder, k.readers}, h.owner, (ttl + h.delay).Milliseconds())
+		var unconfirmed *notConfirmed
+		if errors.As(err, &unconfirmed) {
+			// Not lost: the deadline stays where the last confirmed renewal put it.
+			return unconfirmed.err
+		}
 		if err != nil {
 			return err
 		}

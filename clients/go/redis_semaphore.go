@@ -2,6 +2,7 @@ package lockward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -124,7 +125,13 @@ func (h *permitHold) take(ctx context.Context, of, take uint32) (fence uint64, f
 	call, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
 	defer cancel()
 	k := h.keys
-	reply, err := h.store.run(call, "permit_take", []string{k.holders, k.permits, k.taken, k.fence}, h.owner, of, take, h.ttl.Milliseconds())
+	reply, err := h.store.runConfirmed(call, fmt.Sprintf("the permits of %q", h.name), "permit_take", []string{k.holders, k.permits, k.taken, k.fence}, h.owner, of, take, h.ttl.Milliseconds())
+	var unconfirmed *notConfirmed
+	if errors.As(err, &unconfirmed) {
+		// Given back, so nobody holds what the caller lacks.
+		_ = h.release()
+		return 0, 0, unconfirmed.err
+	}
 	if err != nil {
 		return 0, 0, err
 	}
@@ -150,7 +157,11 @@ func (h *permitHold) take(ctx context.Context, of, take uint32) (fence uint64, f
 
 func (h *permitHold) renew(ctx context.Context, ttl time.Duration) error {
 	k := h.keys
-	reply, err := h.store.run(ctx, "permit_extend", []string{k.holders, k.permits, k.taken}, h.owner, ttl.Milliseconds())
+	reply, err := h.store.runConfirmed(ctx, fmt.Sprintf("the renewal of the permits of %q", h.name), "permit_extend", []string{k.holders, k.permits, k.taken}, h.owner, ttl.Milliseconds())
+	var unconfirmed *notConfirmed
+	if errors.As(err, &unconfirmed) {
+		return unconfirmed.err
+	}
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,10 @@ type redisStore struct {
 	scripts map[string]*redis.Script
 	wakeups *wakeups
 	label   string // a holder's label unless WithLabel gives one: host:pid
+	// replicas=: how many replicas must confirm a grant or a renewal, and
+	// how long they are waited for.
+	replicas        int
+	replicasTimeout time.Duration
 }
 
 // The scripts the direct path runs, by their names in lua/scripts.txt.
@@ -87,6 +91,9 @@ func newRedisStore(u *redisURL, address string) (*redisStore, error) {
 		scripts: make(map[string]*redis.Script, len(redisScriptNames)),
 		label:   defaultLabel(),
 		wakeups: newWakeups(rdb),
+
+		replicas:        u.replicas,
+		replicasTimeout: u.replicasTimeout,
 	}
 	for _, name := range redisScriptNames {
 		text, err := redislua.Script(name)
@@ -199,7 +206,49 @@ func escapeName(name string) string {
 // run runs script name with keys and args; replies arrive as RESP2
 // values ([]any of int64 and string).
 func (s *redisStore) run(ctx context.Context, name string, keys []string, args ...any) ([]any, error) {
-	reply, err := s.scripts[name].Run(ctx, s.rdb, keys, args...).Result()
+	return s.runOn(ctx, s.rdb, name, keys, args...)
+}
+
+// runConfirmed runs a script that grants or renews; with replicas=, on a
+// connection of its own, followed there by WAIT when the script did (its
+// reply starts with 1), so the replicas are asked about this write.
+// Fewer confirmations than asked for are a *notConfirmed error beside the
+// reply: the caller undoes a grant; a renewal simply failed.
+func (s *redisStore) runConfirmed(ctx context.Context, what, name string, keys []string, args ...any) ([]any, error) {
+	if s.replicas == 0 {
+		return s.run(ctx, name, keys, args...)
+	}
+	simple, ok := s.rdb.(*redis.Client)
+	if !ok {
+		return nil, s.protocol("replicas= needs one server or Sentinel's primary")
+	}
+	conn := simple.Conn()
+	defer conn.Close()
+	reply, err := s.runOn(ctx, conn, name, keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	if done, _ := asInt(firstOf(reply)); done != 1 {
+		return reply, nil
+	}
+	confirmed, err := conn.Wait(ctx, s.replicas, s.replicasTimeout).Result()
+	if err != nil {
+		return reply, &notConfirmed{s.failed(err)}
+	}
+	if confirmed < int64(s.replicas) {
+		return reply, &notConfirmed{&Error{Kind: "Unavailable", Message: fmt.Sprintf("%s: %d of the %d replicas asked for confirmed %s within %v", s.address, confirmed, s.replicas, what, s.replicasTimeout)}}
+	}
+	return reply, nil
+}
+
+// notConfirmed is a grant or renewal the replicas did not confirm in time.
+type notConfirmed struct{ err error }
+
+func (e *notConfirmed) Error() string { return e.err.Error() }
+func (e *notConfirmed) Unwrap() error { return e.err }
+
+func (s *redisStore) runOn(ctx context.Context, c redis.Scripter, name string, keys []string, args ...any) ([]any, error) {
+	reply, err := s.scripts[name].Run(ctx, c, keys, args...).Result()
 	if err != nil {
 		return nil, s.failed(err)
 	}

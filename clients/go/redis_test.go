@@ -315,6 +315,56 @@ func TestADirectCandidateAndADaemonCandidateShareOneElection(t *testing.T) {
 	_ = second.Resign(ctx)
 }
 
+// TestGrantsConfirmedByReplicas: with replicas=2 a grant is answered once
+// both replicas have it; with one replica cut off, a lock and a permit are
+// refused within the timeout and nobody holds them.
+func TestGrantsConfirmedByReplicas(t *testing.T) {
+	url := startStore(t, "redis-sentinel")
+	ctx := context.Background()
+	confirmed := dial(t, url+"?replicas=2&replicas_timeout=300ms")
+	plain := dial(t, url)
+	held, err := confirmed.Lock(ctx, "go/confirmed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Renew(ctx, 0); err != nil {
+		t.Fatalf("a renewal both replicas confirm: %v", err)
+	}
+	_ = held.Release(ctx)
+	// One replica cut off from the primary: only one confirms.
+	sentinelAddrs := strings.Split(strings.Split(strings.TrimPrefix(url, "redis+sentinel://"), "/")[0], ",")
+	sentinel := redis.NewSentinelClient(&redis.Options{Addr: sentinelAddrs[0]})
+	defer sentinel.Close()
+	replicas, err := sentinel.Replicas(ctx, "lockward-primary").Result()
+	if err != nil || len(replicas) != 2 {
+		t.Fatalf("replicas %v (%v)", replicas, err)
+	}
+	cut := redis.NewClient(&redis.Options{Addr: replicas[0]["ip"] + ":" + replicas[0]["port"]})
+	defer cut.Close()
+	if err := cut.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	_, err = confirmed.TryLock(ctx, "go/unconfirmed")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "1 of the 2 replicas") {
+		t.Fatalf("want ErrUnavailable naming the replicas, got %v", err)
+	}
+	if took := time.Since(started); took > 2*time.Second {
+		t.Fatalf("refused after %v, with a 300ms timeout", took)
+	}
+	if row, err := plain.Inspect(ctx, "go/unconfirmed"); err != nil || row != nil {
+		t.Fatalf("an unconfirmed grant left a holder: %v (%v)", row, err)
+	}
+	if _, err := confirmed.Semaphore("go/unconfirmed-pool", 1).TryAcquire(ctx, 1); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("an unconfirmed permit: want ErrUnavailable, got %v", err)
+	}
+	permit, err := plain.Semaphore("go/unconfirmed-pool", 1).TryAcquire(ctx, 1)
+	if err != nil {
+		t.Fatalf("an unconfirmed permit was left held: %v", err)
+	}
+	_ = permit.Release(ctx)
+}
+
 // TestALockDelayHoldsTheNameBackAfterALapse: a holder that stops without
 // a release keeps the name for its lock-delay past its lease, on both
 // paths; its deadline stays at the lease (less the drift allowance).
@@ -530,16 +580,19 @@ func TestADirectLeaseIsLostByItsDeadlineWhenTheStoreIsCutOff(t *testing.T) {
 func TestOpenRefusesWhatItCannotReach(t *testing.T) {
 	ctx := context.Background()
 	for url, want := range map[string]error{
-		"postgres://localhost/db":              ErrNotSupported,
-		"etcd://localhost:2379":                ErrNotSupported,
-		"redis://localhost:6379?replicas=1":    ErrNotSupported,
-		"redis://localhost:6379?colour=blue":   ErrInvalidArgument,
-		"redis://localhost:notaport":           ErrInvalidArgument,
-		"redis://a:1,b:2":                      ErrInvalidArgument,
-		"redis+cluster://a:1,b:2/3":            ErrInvalidArgument,
-		"redis+sentinel://a:26379":             ErrInvalidArgument,
-		"redis://user:s3cret@127.0.0.1:1/zero": ErrInvalidArgument,
-		"redis://user:s3cret@127.0.0.1:1":      ErrUnavailable,
+		"postgres://localhost/db":                               ErrNotSupported,
+		"etcd://localhost:2379":                                 ErrNotSupported,
+		"redis://localhost:6379?replicas=0":                     ErrInvalidArgument,
+		"redis://localhost:6379?replicas_timeout=1s":            ErrInvalidArgument,
+		"redis+cluster://a:1,b:2?replicas=1":                    ErrInvalidArgument,
+		"redis://localhost:6379?replicas=1&replicas_timeout=2s": ErrInvalidArgument,
+		"redis://localhost:6379?colour=blue":                    ErrInvalidArgument,
+		"redis://localhost:notaport":                            ErrInvalidArgument,
+		"redis://a:1,b:2":                                       ErrInvalidArgument,
+		"redis+cluster://a:1,b:2/3":                             ErrInvalidArgument,
+		"redis+sentinel://a:26379":                              ErrInvalidArgument,
+		"redis://user:s3cret@127.0.0.1:1/zero":                  ErrInvalidArgument,
+		"redis://user:s3cret@127.0.0.1:1":                       ErrUnavailable,
 	} {
 		_, err := Open(ctx, url)
 		if !errors.Is(err, want) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // redisURL is what a redis://, rediss://, redis+cluster://,
@@ -26,7 +27,18 @@ type redisURL struct {
 	// The sentinels' own credentials (sentinel_user=, sentinel_password=).
 	sentinelUser, sentinelPassword string
 	ca, cert, key                  string // PEM files (rediss only)
+	// replicas=N: a grant or renewal is answered once N replicas confirm
+	// it (WAIT), within replicasTimeout (replicas_timeout=, 1 s).
+	replicas        int
+	replicasTimeout time.Duration
 }
+
+// The bounds of replicas= and replicas_timeout=, as the Rust store has them.
+const (
+	maxReplicas            = 64
+	defaultReplicasTimeout = time.Second
+	maxReplicasTimeout     = 1500 * time.Millisecond
+)
 
 // defaultRedisPrefix starts every key lockward writes on Redis unless the
 // URL's prefix= says otherwise.
@@ -114,11 +126,29 @@ func parseRedisURL(raw string) (*redisURL, error) {
 			u.sentinelUser = value
 		case key == "sentinel_password" && sentinels:
 			u.sentinelPassword = value
-		case key == "replicas" || key == "replicas_timeout":
-			return nil, &Error{Kind: "NotSupported", Message: "replicas= is not on Open's direct Redis path yet: Dial lockward serve started with this URL"}
+		case key == "replicas" && scheme != "redlock":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 || n > maxReplicas {
+				return nil, urlError(fmt.Sprintf("replicas=%q: give how many replicas must confirm a grant, 1 to %d", value, maxReplicas))
+			}
+			u.replicas = n
+		case key == "replicas_timeout" && scheme != "redlock":
+			d, err := time.ParseDuration(value)
+			if err != nil || d < time.Millisecond || d > maxReplicasTimeout {
+				return nil, urlError(fmt.Sprintf("replicas_timeout %q: give a duration from 1ms to %dms, such as 500ms", value, maxReplicasTimeout.Milliseconds()))
+			}
+			u.replicasTimeout = d
 		default:
 			return nil, urlError(fmt.Sprintf("unknown option %q for %s://", key, scheme))
 		}
+	}
+	switch {
+	case u.replicasTimeout > 0 && u.replicas == 0:
+		return nil, urlError("replicas_timeout= needs replicas=N beside it")
+	case u.replicas > 0 && u.cluster:
+		return nil, urlError("replicas= is not supported on a Redis Cluster: WAIT must follow the grant on its node's connection; use redis:// or redis+sentinel://")
+	case u.replicas > 0 && u.replicasTimeout == 0:
+		u.replicasTimeout = defaultReplicasTimeout
 	}
 	if (u.cert == "") != (u.key == "") {
 		return nil, urlError("cert= and key= go together: give both or neither")

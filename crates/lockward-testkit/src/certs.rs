@@ -67,3 +67,12 @@ pub fn make_certificates(dir: &std::path::Path) {
         "ext.cnf",
     ]);
 }
+
+/// Copies the CA and the server certificate [`make_certificates`] made in
+/// `from` into `to`, for a server that shares them.
+pub fn copy_certificates(from: &std::path::Path, to: &std::path::Path) {
+    for file in ["ca.pem", "server.pem", "server.key"] {
+        std::fs::copy(from.join(file), to.join(file))
+            .unwrap_or_else(|e| panic!("copy {file} from {}: {e}", from.display()));
+    }
+}

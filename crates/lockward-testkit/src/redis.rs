@@ -20,8 +20,13 @@ pub struct RedisOptions {
     /// [`RedisCluster`].
     pub cluster_node: bool,
     /// TLS only (`--port 0 --tls-port …`), with a throwaway CA and a server
-    /// certificate for 127.0.0.1 made with the openssl CLI.
+    /// certificate for 127.0.0.1 made with the openssl CLI; replication
+    /// over TLS too.
     pub tls: bool,
+    /// With `tls`: a folder whose `ca.pem`, `server.pem` and `server.key`
+    /// the server uses instead of making its own, so that several servers
+    /// (a primary, its replicas, their sentinels) share one CA.
+    pub certificates: Option<PathBuf>,
 }
 
 /// A running `redis-server`, killed when dropped.
@@ -46,7 +51,10 @@ impl RedisServer {
         require_binary("redis-server");
         let dir = crate::scratch::data_dir("redis");
         if options.tls {
-            crate::certs::make_certificates(dir.path());
+            match &options.certificates {
+                Some(from) => crate::certs::copy_certificates(from, dir.path()),
+                None => crate::certs::make_certificates(dir.path()),
+            }
         }
         let mut server = RedisServer {
             options,
@@ -84,7 +92,7 @@ impl RedisServer {
                     "--tls-ca-cert-file",
                     &d.join("ca.pem").display().to_string(),
                 ])
-                .args(["--tls-auth-clients", "no"]);
+                .args(["--tls-auth-clients", "no", "--tls-replication", "yes"]);
         } else {
             cmd.args(["--port", &self.port.to_string()]);
         }

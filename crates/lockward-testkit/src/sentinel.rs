@@ -2,13 +2,13 @@
 //! sentinels (`redis-server --sentinel`) that agree with a quorum of two,
 //! tuned to fail over within a few seconds.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::port::free_port;
 use crate::process::{wait_until_ready, ServerProcess};
-use crate::redis::RedisServer;
+use crate::redis::{RedisOptions, RedisServer};
 use crate::require_binary;
 
 /// The name the sentinels monitor the primary under.
@@ -23,6 +23,9 @@ pub struct RedisSentinels {
     /// Every data node; which one is the primary changes with failovers.
     nodes: Vec<RedisServer>,
     sentinels: Vec<Sentinel>,
+    /// With TLS everywhere: the folder of the one CA every node and
+    /// sentinel shares.
+    certificates: Option<tempfile::TempDir>,
 }
 
 /// One sentinel process and its folder (it rewrites its config file).
@@ -30,15 +33,22 @@ struct Sentinel {
     port: u16,
     dir: tempfile::TempDir,
     process: Option<ServerProcess>,
+    /// TLS only: the CA its certificate (and the nodes') comes from.
+    ca: Option<PathBuf>,
 }
 
 impl Sentinel {
-    fn start(primary_port: u16) -> Sentinel {
+    fn start(primary_port: u16, certificates: Option<&Path>) -> Sentinel {
         let dir = crate::scratch::data_dir("sentinel");
+        if let Some(from) = certificates {
+            crate::certs::copy_certificates(from, dir.path());
+        }
+        let ca = certificates.map(|_| dir.path().join("ca.pem"));
         let mut sentinel = Sentinel {
             port: 0,
             dir,
             process: None,
+            ca,
         };
         for _ in 0..5 {
             sentinel.port = free_port();
@@ -58,13 +68,22 @@ impl Sentinel {
 
     fn launch(&mut self, primary_port: u16) -> bool {
         let down = DOWN_AFTER.as_millis();
+        let d = self.dir.path().display();
+        let listen = match self.ca {
+            // TLS to clients, to the data nodes and between sentinels.
+            Some(_) => format!(
+                "port 0\ntls-port {port}\ntls-cert-file {d}/server.pem\ntls-key-file {d}/server.key\n\
+                 tls-ca-cert-file {d}/ca.pem\ntls-auth-clients no\ntls-replication yes\n",
+                port = self.port
+            ),
+            None => format!("port {}\n", self.port),
+        };
         let conf = format!(
-            "port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {dir}\n\
+            "{listen}bind 127.0.0.1\nprotected-mode no\ndir {dir}\n\
              sentinel monitor {PRIMARY_NAME} 127.0.0.1 {primary_port} 2\n\
              sentinel down-after-milliseconds {PRIMARY_NAME} {down}\n\
              sentinel failover-timeout {PRIMARY_NAME} 4000\n\
              sentinel parallel-syncs {PRIMARY_NAME} 2\n",
-            port = self.port,
             dir = self.dir.path().display(),
         );
         std::fs::write(self.config(), conf).expect("write sentinel.conf");
@@ -74,12 +93,12 @@ impl Sentinel {
             .arg("--sentinel");
         let log = self.dir.path().join("sentinel.log");
         self.process = Some(ServerProcess::spawn("redis-sentinel", cmd, &log).expect("spawn"));
-        let port = self.port;
+        let (port, ca) = (self.port, self.ca.clone());
         wait_until_ready(
             &mut self.process,
             Duration::from_secs(10),
             Duration::from_millis(10),
-            || sentinel_cli(port, &["PING"]) == "PONG",
+            || sentinel_cli(port, ca.as_deref(), &["PING"]) == "PONG",
         )
     }
 
@@ -88,13 +107,15 @@ impl Sentinel {
     }
 }
 
-/// `redis-cli` against the sentinel on `port`.
-fn sentinel_cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .output()
-        .expect("run redis-cli");
+/// `redis-cli` against the sentinel on `port` (over TLS when `ca` names
+/// the CA to trust).
+fn sentinel_cli(port: u16, ca: Option<&Path>, args: &[&str]) -> String {
+    let mut cmd = Command::new("redis-cli");
+    cmd.args(["-h", "127.0.0.1", "-p", &port.to_string()]);
+    if let Some(ca) = ca {
+        cmd.args(["--tls", "--cacert", &ca.display().to_string()]);
+    }
+    let out = cmd.args(args).output().expect("run redis-cli");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -103,22 +124,48 @@ impl RedisSentinels {
     /// and waits until every sentinel knows every replica and the other
     /// sentinels (so that a failover can be agreed on).
     pub fn start(replicas: usize) -> RedisSentinels {
+        RedisSentinels::start_with(replicas, false)
+    }
+
+    /// [`start`](Self::start) with TLS everywhere: clients to the
+    /// sentinels and the data nodes, replication, and the sentinels to the
+    /// data nodes, all with certificates of one throwaway CA
+    /// ([`ca_path`](Self::ca_path)).
+    pub fn start_tls(replicas: usize) -> RedisSentinels {
+        RedisSentinels::start_with(replicas, true)
+    }
+
+    fn start_with(replicas: usize, tls: bool) -> RedisSentinels {
         require_binary("redis-server");
         require_binary("redis-cli");
-        let mut nodes = vec![RedisServer::start()];
+        let certificates = tls.then(|| {
+            let dir = crate::scratch::data_dir("sentinel-ca");
+            crate::certs::make_certificates(dir.path());
+            dir
+        });
+        let options = RedisOptions {
+            tls,
+            certificates: certificates.as_ref().map(|d| d.path().to_path_buf()),
+            ..Default::default()
+        };
+        let mut nodes = vec![RedisServer::start_with(options.clone())];
         for _ in 0..replicas {
-            let replica = RedisServer::start();
+            let replica = RedisServer::start_with(options.clone());
             replica.replicate(&nodes[0]);
             nodes.push(replica);
         }
+        let shared = certificates.as_ref().map(|d| d.path());
         let set = RedisSentinels {
-            sentinels: (0..3).map(|_| Sentinel::start(nodes[0].port())).collect(),
+            sentinels: (0..3)
+                .map(|_| Sentinel::start(nodes[0].port(), shared))
+                .collect(),
             nodes,
+            certificates,
         };
         set.wait("the sentinels to know each other and the replicas", |s| {
             s.sentinels.iter().all(|x| {
                 let known = |what: &str| {
-                    sentinel_cli(x.port, &["SENTINEL", what, PRIMARY_NAME])
+                    sentinel_cli(x.port, x.ca.as_deref(), &["SENTINEL", what, PRIMARY_NAME])
                         .lines()
                         .filter(|l| *l == "name")
                         .count()
@@ -141,14 +188,27 @@ impl RedisSentinels {
         }
     }
 
-    /// `redis+sentinel://s1,s2,s3/lockward-primary` for lockward.
+    /// `redis+sentinel://s1,s2,s3/lockward-primary` for lockward
+    /// (`rediss+sentinel://…?ca=…` with TLS).
     pub fn url(&self) -> String {
         let addrs: Vec<String> = self
             .sentinels
             .iter()
             .map(|s| format!("127.0.0.1:{}", s.port))
             .collect();
-        format!("redis+sentinel://{}/{PRIMARY_NAME}", addrs.join(","))
+        match self.ca_path() {
+            Some(ca) => format!(
+                "rediss+sentinel://{}/{PRIMARY_NAME}?ca={}",
+                addrs.join(","),
+                ca.display()
+            ),
+            None => format!("redis+sentinel://{}/{PRIMARY_NAME}", addrs.join(",")),
+        }
+    }
+
+    /// The CA every node and sentinel's certificate comes from (TLS only).
+    pub fn ca_path(&self) -> Option<PathBuf> {
+        self.certificates.as_ref().map(|d| d.path().join("ca.pem"))
     }
 
     /// The port of the primary the sentinels name now.
@@ -156,6 +216,7 @@ impl RedisSentinels {
         self.sentinels.iter().find_map(|s| {
             let reply = sentinel_cli(
                 s.port,
+                s.ca.as_deref(),
                 &["SENTINEL", "get-master-addr-by-name", PRIMARY_NAME],
             );
             reply.lines().nth(1)?.trim().parse().ok()
@@ -185,6 +246,7 @@ impl RedisSentinels {
         let old = self.primary_port().expect("the sentinels name a primary");
         let reply = sentinel_cli(
             self.sentinels[0].port,
+            self.sentinels[0].ca.as_deref(),
             &["SENTINEL", "FAILOVER", PRIMARY_NAME],
         );
         assert_eq!(reply, "OK", "SENTINEL FAILOVER: {reply}");

@@ -342,3 +342,67 @@ async fn a_waiter_follows_a_failover_by_hand_while_the_old_primary_lives() {
     // when a waiter left on the old primary would look again.
     assert!(after < Duration::from_secs(10), "{after:?}");
 }
+
+/// TLS everywhere (clients to the sentinels and to the data nodes, one CA
+/// named by `ca=`): the primary is found and confirmed over TLS, a lock is
+/// taken there, and after a failover by hand the next grant is on the new
+/// primary with a larger fence. Plain text to those TLS ports fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_sentinel_finds_the_primary_and_follows_a_failover_over_tls() {
+    let mut set = tokio::task::block_in_place(|| RedisSentinels::start_tls(1));
+    let url = set.url();
+    assert!(url.starts_with("rediss+sentinel://"), "{url}");
+    let store = Store::open(&url).await.unwrap();
+    let opts = LockOptions::new().ttl(Duration::from_secs(30));
+    let first = store.try_acquire("over-tls", &opts).await.unwrap();
+    let primary = set.primary_port().unwrap();
+    let on_primary = tokio::task::block_in_place(|| {
+        set.node(primary)
+            .unwrap()
+            .cli(&["GET", "lockward:over-tls"])
+    });
+    assert_eq!(
+        on_primary,
+        first.lease().owner.to_string(),
+        "the lock is on the primary the sentinels name"
+    );
+    let fence = first.fence();
+    first.release().await.unwrap();
+    let (_, new) = tokio::task::block_in_place(|| set.fail_over_by_hand());
+    // The old primary stays writable for seconds after a failover by hand,
+    // until the sentinels reconfigure it; the client stops using it when it
+    // hears their +switch-master, which comes as they name the new one.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let next = loop {
+        match store.try_acquire("over-tls", &opts).await {
+            Ok(guard) => break guard,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("during the failover: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("no grant within 20 s of the failover: {e}"),
+        }
+    };
+    assert!(next.fence() > fence, "fence {} after {fence}", next.fence());
+    let on_new =
+        tokio::task::block_in_place(|| set.node(new).unwrap().cli(&["GET", "lockward:over-tls"]));
+    assert_eq!(
+        on_new,
+        next.lease().owner.to_string(),
+        "the grant is on the new primary"
+    );
+    next.release().await.unwrap();
+    // The same sentinels in plain text: refused, not hung.
+    let plain = url
+        .replacen("rediss+sentinel", "redis+sentinel", 1)
+        .split('?')
+        .next()
+        .unwrap()
+        .to_string();
+    let refused = tokio::time::timeout(Duration::from_secs(15), Store::open(&plain)).await;
+    assert!(
+        matches!(refused, Ok(Err(Error::Unavailable { .. }))),
+        "plain text to TLS sentinels: {refused:?}"
+    );
+}

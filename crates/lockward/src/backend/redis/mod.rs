@@ -59,6 +59,8 @@ mod scripts;
 mod sentinel;
 #[cfg(all(feature = "redis", feature = "bench"))]
 pub mod side;
+#[cfg(feature = "redis")]
+mod switch_master;
 #[cfg(feature = "redis-tls")]
 mod tls;
 pub mod url;

@@ -12,7 +12,10 @@
 //! command asks them first: the managed connection may meanwhile have
 //! reconnected by itself to the old primary restarted empty, a primary in
 //! its own eyes until the sentinels make it a replica (the chaos harness
-//! found locks taken there). A connection that carries subscriptions
+//! found locks taken there). The sentinels' `+switch-master`
+//! announcement puts the primary in doubt too (see `switch_master.rs`):
+//! in a failover asked for by hand the old primary stays writable for
+//! seconds. A connection that carries subscriptions
 //! subscribes its channels again on the new primary, and its waiters are
 //! told to look again, since a release may have been published meanwhile.
 
@@ -204,7 +207,29 @@ impl SentinelConn {
         if conn.subscribes {
             tokio::spawn(follow_when_lost(Arc::downgrade(&conn), lost));
         }
+        tokio::spawn(super::switch_master::listen(
+            url.clone(),
+            Arc::downgrade(&conn),
+        ));
         Ok(conn)
+    }
+
+    /// The sentinels announced `promoted` as the new primary
+    /// (`+switch-master`): unless that is the one in use already (the
+    /// connection followed a failed command there first), it is in doubt
+    /// until they are asked again, which the next command does first; a
+    /// subscribing connection, which may send nothing for long, follows at
+    /// once. (A lookup the connection does not need is not harmless: a
+    /// sentinel that has not heard of the switch yet may name the old
+    /// primary, restarted empty and calling itself one.)
+    pub(super) fn primary_switched(&self, promoted: &str) {
+        if self.primary().address == promoted {
+            return;
+        }
+        self.suspect.store(true, Ordering::SeqCst);
+        if self.subscribes {
+            self.lost.notify_one();
+        }
     }
 
     fn primary(&self) -> Primary {
