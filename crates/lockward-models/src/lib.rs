@@ -5,6 +5,7 @@
 //! must give a counterexample, so a model that checks nothing fails its
 //! tests (docs/models.md).
 
+pub mod fence_claim;
 pub mod lease_deadline;
 pub mod lost_writes;
 pub mod redlock;

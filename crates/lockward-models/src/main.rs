@@ -5,17 +5,19 @@
 //! cargo run -p lockward-models -- check lost-writes [hybrid|incr]
 //! cargo run -p lockward-models -- check lease-deadline [from-request|from-reply|no-drift]
 //! cargo run -p lockward-models -- check redlock [largest|without-clock|first-reading]
+//! cargo run -p lockward-models -- check fence-claim [to-the-commit|for-the-statement|without-the-lock]
 //! cargo run -p lockward-models -- explore MODEL [VARIANT]   # http://127.0.0.1:3000
 //! ```
 
 use std::process::ExitCode;
 
+use lockward_models::fence_claim::{Check, FenceClaim};
 use lockward_models::lease_deadline::{Deadline, LeaseDeadline};
 use lockward_models::lost_writes::{LostWrites, Rule};
 use lockward_models::redlock::{Redlock, Token};
 use stateright::{Checker, Model};
 
-const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]\n       lockward-models check|explore lease-deadline [from-request|from-reply|no-drift]\n       lockward-models check|explore redlock [largest|without-clock|first-reading]";
+const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]\n       lockward-models check|explore lease-deadline [from-request|from-reply|no-drift]\n       lockward-models check|explore redlock [largest|without-clock|first-reading]\n       lockward-models check|explore fence-claim [to-the-commit|for-the-statement|without-the-lock]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +49,15 @@ fn main() -> ExitCode {
             run(command, Redlock::checked(Token::LargestWithoutClock))
         }
         ("redlock", Some("first-reading")) => run(command, Redlock::checked(Token::FirstReading)),
+        ("fence-claim", None | Some("to-the-commit")) => {
+            run(command, FenceClaim::checked(Check::HeldToTheCommit))
+        }
+        ("fence-claim", Some("for-the-statement")) => {
+            run(command, FenceClaim::checked(Check::HeldForTheStatement))
+        }
+        ("fence-claim", Some("without-the-lock")) => {
+            run(command, FenceClaim::checked(Check::WithoutTheLock))
+        }
         _ => usage(),
     }
 }

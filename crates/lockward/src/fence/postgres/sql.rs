@@ -4,7 +4,8 @@
 //! A writer's check holds, to the end of its transaction, what a claim of
 //! the same lock waits for: a shared advisory lock (key `1819764323`,
 //! `hashtext(lock)`) under READ COMMITTED, the fence's row `FOR SHARE`
-//! otherwise.
+//! otherwise. Checked by the model `crates/lockward-models/src/fence_claim.rs`
+//! over every interleaving within its bounds (docs/models.md).
 //!
 //! SQLSTATEs of lockward's own: `LW001` a stale fence (a newer one was
 //! claimed), `LW002` a write with no fence, `LW003` a fence that is not a
