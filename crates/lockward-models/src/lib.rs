@@ -8,6 +8,7 @@
 pub mod fence_claim;
 pub mod lease_deadline;
 pub mod lost_writes;
+pub mod redis_line;
 pub mod redlock;
 
 use stateright::{Checker, Model};

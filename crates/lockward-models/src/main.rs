@@ -6,6 +6,7 @@
 //! cargo run -p lockward-models -- check lease-deadline [from-request|from-reply|no-drift]
 //! cargo run -p lockward-models -- check redlock [largest|without-clock|first-reading]
 //! cargo run -p lockward-models -- check fence-claim [to-the-commit|for-the-statement|without-the-lock]
+//! cargo run -p lockward-models -- check redis-line [lockward|ignore-the-line|pushed-only]
 //! cargo run -p lockward-models -- explore MODEL [VARIANT]   # http://127.0.0.1:3000
 //! ```
 
@@ -14,10 +15,11 @@ use std::process::ExitCode;
 use lockward_models::fence_claim::{Check, FenceClaim};
 use lockward_models::lease_deadline::{Deadline, LeaseDeadline};
 use lockward_models::lost_writes::{LostWrites, Rule};
+use lockward_models::redis_line::{self, RedisLine};
 use lockward_models::redlock::{Redlock, Token};
 use stateright::{Checker, Model};
 
-const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]\n       lockward-models check|explore lease-deadline [from-request|from-reply|no-drift]\n       lockward-models check|explore redlock [largest|without-clock|first-reading]\n       lockward-models check|explore fence-claim [to-the-commit|for-the-statement|without-the-lock]";
+const USAGE: &str = "usage: lockward-models check|explore lost-writes [hybrid|incr]\n       lockward-models check|explore lease-deadline [from-request|from-reply|no-drift]\n       lockward-models check|explore redlock [largest|without-clock|first-reading]\n       lockward-models check|explore fence-claim [to-the-commit|for-the-statement|without-the-lock]\n       lockward-models check|explore redis-line [lockward|ignore-the-line|pushed-only]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -57,6 +59,15 @@ fn main() -> ExitCode {
         }
         ("fence-claim", Some("without-the-lock")) => {
             run(command, FenceClaim::checked(Check::WithoutTheLock))
+        }
+        ("redis-line", None | Some("lockward")) => {
+            run(command, RedisLine::checked(redis_line::Rule::Lockward))
+        }
+        ("redis-line", Some("ignore-the-line")) => {
+            run(command, RedisLine::checked(redis_line::Rule::IgnoreTheLine))
+        }
+        ("redis-line", Some("pushed-only")) => {
+            run(command, RedisLine::checked(redis_line::Rule::PushedOnly))
         }
         _ => usage(),
     }

@@ -5,7 +5,10 @@
 //! A waiter that crashes leaves a place that lapses after its lease; one
 //! that gives up (deadline, cancellation) leaves the line at once. A waiter
 //! that misses its notification still re-checks at the holder's expiry and
-//! whenever it renews its place.
+//! whenever it renews its place. The model
+//! `crates/lockward-models/src/redis_line.rs` checks the line on Redis
+//! (FIFO, nobody left behind after a lost wake-up) over every
+//! interleaving within its bounds (docs/models.md).
 
 use std::future::Future;
 use std::pin::Pin;
