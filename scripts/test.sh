@@ -96,9 +96,11 @@ clients/go/check.sh
     go vet ./... && \
     LOCKWARD_BIN="$target/debug/lockward" go test -count=1 ./...)
 # The Go benchmark beside redsync (its own module): checked so it keeps
-# building; run it with `go run .` there (docs/benchmarks.md).
+# building, and its test that redsync and lockward exclude each other on
+# one name; run the benchmark with `go run .` there (docs/benchmarks.md).
 (cd clients/go/bench && unformatted="$(gofmt -l .)" && \
-    { [ -z "$unformatted" ] || { echo "gofmt: $unformatted" >&2; exit 1; }; } && go vet ./...)
+    { [ -z "$unformatted" ] || { echo "gofmt: $unformatted" >&2; exit 1; }; } && go vet ./... && \
+    LOCKWARD_TESTSERVER_BIN="$target/debug/lockward-testserver" go test -count=1 ./...)
 step "Dapr's Python SDK and the fence drivers"
 # Dapr's own Python SDK (sync and asyncio) locking through lockward serve.
 venv="$(scripts/python-test-env.sh)"

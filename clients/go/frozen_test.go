@@ -15,14 +15,21 @@ import (
 )
 
 // holderChildEnv makes the test binary, run again, a process that takes
-// a lock through the daemon, prints its fence and waits to be stopped.
+// a lock (through the daemon, or on the store itself for a store URL),
+// prints its fence and waits to be stopped.
 const holderChildEnv = "LOCKWARD_GO_TEST_HOLD"
 
 // holdAsAChild is the child's part: it never returns.
 func holdAsAChild(spec string) {
 	address, name, _ := strings.Cut(spec, " ")
 	ctx := context.Background()
-	client, err := Dial(ctx, address)
+	var client *Client
+	var err error
+	if strings.Contains(address, "://") && !strings.HasPrefix(address, "unix://") {
+		client, err = Open(ctx, address)
+	} else {
+		client, err = Dial(ctx, address)
+	}
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -37,8 +44,12 @@ func holdAsAChild(spec string) {
 }
 
 func TestAFrozenClientLosesItsLockAtItsTTL(t *testing.T) {
+	aFrozenClientLosesItsLockAtItsTTL(t, daemonAddress)
+}
+
+func aFrozenClientLosesItsLockAtItsTTL(t *testing.T, address string) {
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), holderChildEnv+"="+daemonAddress+" go/frozen-client")
+	child.Env = append(os.Environ(), holderChildEnv+"="+address+" go/frozen-client")
 	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := child.StdoutPipe()
 	if err != nil {
@@ -64,7 +75,7 @@ func TestAFrozenClientLosesItsLockAtItsTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
-	client := dial(t, daemonAddress)
+	client := dial(t, address)
 	lease, err := client.Lock(context.Background(), "go/frozen-client", WithWait(10*time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +35,7 @@ func TestOnRedisDirectly(t *testing.T) {
 			t.Run("idempotent", func(t *testing.T) { idempotentRunsOnce(t, url) })
 			t.Run("once", func(t *testing.T) { onceRunsOnce(t, url) })
 			t.Run("ratelimit", func(t *testing.T) { rateLimitLetsItsBudgetThrough(t, url) })
+			t.Run("frozen", func(t *testing.T) { aFrozenClientLosesItsLockAtItsTTL(t, url) })
 		})
 	}
 }
@@ -48,6 +51,7 @@ func TestOnRedlockDirectly(t *testing.T) {
 	t.Run("counter", func(t *testing.T) { fencedIncrementsFromEightGoroutinesAreExact(t, url) })
 	t.Run("lockall", func(t *testing.T) { lockAllTakesEveryNameOrNone(t, url) })
 	t.Run("election", func(t *testing.T) { electionHandsOverOnResign(t, url) })
+	t.Run("frozen", func(t *testing.T) { aFrozenClientLosesItsLockAtItsTTL(t, url) })
 	t.Run("with a daemon", func(t *testing.T) {
 		direct := dial(t, url)
 		daemon := dial(t, serveForTest(t, url))
@@ -497,6 +501,57 @@ func TestADirectLeaderCutOffIsRevokedBeforeItsLeaseLapses(t *testing.T) {
 	t.Logf("revoked %v after the cut, the next elected %v after it", revoked.Sub(cut), next.Sub(cut))
 	if !next.After(revoked) {
 		t.Fatalf("the next leader was elected %v before the cut-off one stopped", revoked.Sub(next))
+	}
+}
+
+// TestADirectHolderAndLockwardRunExcludeEachOther: a lock the Go client
+// holds on Redis makes `lockward run --no-wait` exit 75, and a lock
+// `lockward run` holds makes the Go client's TryLock fail with ErrBusy.
+func TestADirectHolderAndLockwardRunExcludeEachOther(t *testing.T) {
+	url := startStore(t, "redis")
+	client := dial(t, url)
+	ctx := context.Background()
+	held, err := client.Lock(ctx, "go/with-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(lockwardBinary(), "run", "--store", url, "--no-wait", "go/with-run", "--", "true")
+	if err := run.Run(); err == nil || run.ProcessState.ExitCode() != 75 {
+		t.Fatalf("lockward run beside a Go holder: %v (exit %d), want exit 75", err, run.ProcessState.ExitCode())
+	}
+	_ = held.Release(ctx)
+	// The other way: lockward run holds while its command sleeps.
+	holding := exec.Command(lockwardBinary(), "run", "--store", url, "go/with-run", "--", "sleep", "30")
+	holding.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := holding.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = holding.Process.Signal(syscall.SIGTERM)
+		_ = holding.Wait()
+	})
+	waitForHolder(t, client, "go/with-run")
+	if _, err := client.TryLock(ctx, "go/with-run"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("the Go client beside lockward run: want ErrBusy, got %v", err)
+	}
+}
+
+// waitForHolder waits until the store shows a holder of name.
+func waitForHolder(t *testing.T, c *Client, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		row, err := c.Inspect(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nobody took %s", name)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
