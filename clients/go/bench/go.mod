@@ -5,6 +5,7 @@ go 1.26.0
 replace lockward.dev/go => ../
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/redis/go-redis/v9 v9.23.0
 	lockward.dev/go v0.0.0-00010101000000-000000000000

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	goredislib "github.com/redis/go-redis/v9"
@@ -36,6 +37,9 @@ import (
 	lockward "lockward.dev/go"
 	"lockward.dev/go/lockwardtest"
 )
+
+// crowdSize is how many goroutines cycle on one name at once.
+const crowdSize = 64
 
 func main() {
 	duration := flag.Duration("duration", 3*time.Second, "how long each rate is measured")
@@ -93,6 +97,7 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	rdb := goredislib.NewClient(opts)
 	defer rdb.Close()
 	rs := redsync.New(goredis.NewPool(rdb))
+	locker := redislock.New(rdb)
 
 	fmt.Printf("one Redis (%s); each rate over %v, %d handoffs each\n\n", redisURL, duration, handoffs)
 	rust, err := rustCycle(lockwardBin, redisURL, duration)
@@ -130,6 +135,16 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	if err != nil {
 		return err
 	}
+	redislockCycle, err := measure(duration, func(name string) error {
+		lock, err := locker.Obtain(ctx, name, 10*time.Second, nil)
+		if err != nil {
+			return err
+		}
+		return lock.Release(ctx)
+	})
+	if err != nil {
+		return err
+	}
 	goHandoff, err := handoff(handoffs, func(name string) (func() error, error) {
 		lease, err := client.Lock(ctx, name, lockward.WithTTL(10*time.Second))
 		if err != nil {
@@ -163,11 +178,25 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 		return err
 	}
 
-	fmt.Printf("%-34s %12s %10s %12s\n", "", "cycles/s", "p50", "handoff p50")
-	fmt.Printf("%-34s %12.0f %10s %12s\n", "Rust library (lockward bench)", rust.rate, rust.p50, rust.handoff)
-	fmt.Printf("%-34s %12.0f %10s %12s\n", "Go client via lockward serve", goCycle.rate, goCycle.p50, goHandoff)
-	fmt.Printf("%-34s %12.0f %10s %12s\n", "Go client on Redis itself (Open)", directCycle.rate, directCycle.p50, directHandoff)
-	fmt.Printf("%-34s %12.0f %10s %12s\n", "redsync", redsyncCycle.rate, redsyncCycle.p50, redsyncHandoff)
+	redislockHandoff, err := handoff(handoffs, func(name string) (func() error, error) {
+		// A waiter retries until it gets the lock, every 100 ms as
+		// redislock's own example does.
+		lock, err := locker.Obtain(ctx, name, 10*time.Second, &redislock.Options{RetryStrategy: redislock.LinearBackoff(100 * time.Millisecond)})
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return lock.Release(ctx) }, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("%-34s %12s %10s %10s %12s\n", "", "cycles/s", "p50", "p99", "handoff p50")
+	fmt.Printf("%-34s %12.0f %10s %10s %12s\n", "Rust library (lockward bench)", rust.rate, rust.p50, "", rust.handoff)
+	fmt.Printf("%-34s %12.0f %10s %10s %12s\n", "Go client via lockward serve", goCycle.rate, goCycle.p50, goCycle.p99, goHandoff)
+	fmt.Printf("%-34s %12.0f %10s %10s %12s\n", "Go client on Redis itself (Open)", directCycle.rate, directCycle.p50, directCycle.p99, directHandoff)
+	fmt.Printf("%-34s %12.0f %10s %10s %12s\n", "redsync", redsyncCycle.rate, redsyncCycle.p50, redsyncCycle.p99, redsyncHandoff)
+	fmt.Printf("%-34s %12.0f %10s %10s %12s\n", "bsm/redislock", redislockCycle.rate, redislockCycle.p50, redislockCycle.p99, redislockHandoff)
 	fmt.Println()
 	fmt.Printf("Go client's cycle / Rust library's: %.2fx (p50)\n", goCycle.p50.Seconds()/rust.p50.Seconds())
 	fmt.Printf("Go client's rate / redsync's:       %.2fx\n", goCycle.rate/redsyncCycle.rate)
@@ -175,6 +204,44 @@ func run(duration time.Duration, handoffs, leases int, hold time.Duration) error
 	fmt.Printf("Open's rate / redsync's:            %.2fx\n", directCycle.rate/redsyncCycle.rate)
 	fmt.Printf("Open's cycle / Rust library's:      %.2fx (p50)\n", directCycle.p50.Seconds()/rust.p50.Seconds())
 	fmt.Printf("handoff, redsync / Open:            %.0fx faster\n", redsyncHandoff.Seconds()/directHandoff.Seconds())
+	fmt.Printf("Rust library's rate / redsync's:    %.2fx\n", rust.rate/redsyncCycle.rate)
+
+	// 64 goroutines on one name, each cycling for the whole duration.
+	fmt.Println()
+	fmt.Printf("%d goroutines on one name, %v:\n", crowdSize, duration)
+	for _, c := range []struct {
+		who   string
+		cycle func(name string) error
+	}{
+		{"Go client on Redis itself (Open)", func(name string) error {
+			lease, err := direct.Lock(ctx, name, lockward.WithTTL(10*time.Second), lockward.WithoutRenewal())
+			if err != nil {
+				return err
+			}
+			return lease.Release(ctx)
+		}},
+		{"redsync", func(name string) error {
+			mutex := rs.NewMutex(name, redsync.WithExpiry(10*time.Second), redsync.WithTries(1000))
+			if err := mutex.LockContext(ctx); err != nil {
+				return err
+			}
+			_, err := mutex.UnlockContext(ctx)
+			return err
+		}},
+		{"bsm/redislock", func(name string) error {
+			lock, err := locker.Obtain(ctx, name, 10*time.Second, &redislock.Options{RetryStrategy: redislock.LinearBackoff(100 * time.Millisecond)})
+			if err != nil {
+				return err
+			}
+			return lock.Release(ctx)
+		}},
+	} {
+		rate, fewest, most, err := crowd(crowdSize, duration, c.cycle)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.who, err)
+		}
+		fmt.Printf("%-34s %12.0f cycles/s, fewest %d and most %d per goroutine\n", c.who, rate, fewest, most)
+	}
 
 	if leases > 0 {
 		fmt.Println()
@@ -245,8 +312,8 @@ func rustCycle(bin, store string, duration time.Duration) (rustFigures, error) {
 }
 
 type cycles struct {
-	rate float64
-	p50  time.Duration
+	rate     float64
+	p50, p99 time.Duration
 }
 
 // measure runs cycle on fresh names, one after another, for duration.
@@ -261,7 +328,39 @@ func measure(duration time.Duration, cycle func(name string) error) (cycles, err
 		}
 		took = append(took, time.Since(began))
 	}
-	return cycles{float64(len(took)) / time.Since(started).Seconds(), median(took)}, nil
+	return cycles{float64(len(took)) / time.Since(started).Seconds(), median(took), percentile(took, 99)}, nil
+}
+
+// crowd runs cycle on one name from goroutines at once for duration: the
+// cycles per second of all, and the fewest and most one goroutine made
+// (a line serves every one of them; a poll lets some starve).
+func crowd(goroutines int, duration time.Duration, cycle func(name string) error) (rate float64, fewest, most int, err error) {
+	name := "bench/go/crowd/" + strconv.FormatUint(rand.Uint64(), 36)
+	counts := make([]int, goroutines)
+	errs := make(chan error, goroutines)
+	var wg sync.WaitGroup
+	started := time.Now()
+	for g := range goroutines {
+		wg.Go(func() {
+			for time.Since(started) < duration {
+				if err := cycle(name); err != nil {
+					errs <- err
+					return
+				}
+				counts[g]++
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, 0, 0, err
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return float64(total) / time.Since(started).Seconds(), slices.Min(counts), slices.Max(counts), nil
 }
 
 // handoff times, rounds times, a release to a waiter that holds: lock
@@ -394,7 +493,12 @@ func rss(pid int) (int, error) {
 }
 
 func median(values []time.Duration) time.Duration {
+	return percentile(values, 50)
+}
+
+// percentile is the value below which p % of values lie.
+func percentile(values []time.Duration, p int) time.Duration {
 	sorted := slices.Clone(values)
 	slices.Sort(sorted)
-	return sorted[len(sorted)/2]
+	return sorted[min(len(sorted)*p/100, len(sorted)-1)]
 }
