@@ -1,6 +1,7 @@
 //! The code's layout: imports inside `backend/` (each store's folder, and
 //! the seams beside them) and inside the chaos harness run one way, so no
 //! two files of one folder import each other, directly or around a circle;
+//! every backend folder keeps the contract CONTRIBUTING.md writes down;
 //! and every public async fn says what cancelling it does.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -257,4 +258,79 @@ fn the_checker_finds_a_circle() {
         expand("super::{a,b::{c,d as e}}"),
         ["super::a", "super::b::c", "super::b::d"]
     );
+}
+
+/// A line of code that only declares modules or what they export.
+fn declares(line: &str) -> bool {
+    let line = line.trim();
+    line.is_empty()
+        || line.starts_with("//")
+        || line.starts_with("#[cfg")
+        || ["mod ", "pub mod ", "pub(crate) mod ", "pub use ", "pub(crate) use ", "use "]
+            .iter()
+            .any(|start| line.starts_with(start))
+        // The rest of a `pub use a::{b, c};` that rustfmt wrapped.
+        || line.ends_with("};")
+        || line.ends_with(',')
+}
+
+/// CONTRIBUTING.md's backend contract, on the tree: every store's folder
+/// has `mod.rs` (declarations only), `url.rs` and `doctor.rs`; each of its
+/// backend types is named for the store (and its mode, where it has
+/// several: `PostgresLeaseBackend`, `MysqlNamedBackend`); and each file
+/// that declares a type's `CAPABILITIES` defines that type.
+#[test]
+fn every_backend_folder_keeps_the_contract() {
+    let backend = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend");
+    let mut folders = 0;
+    for entry in std::fs::read_dir(&backend).expect("the backend folder") {
+        let dir = entry.expect("an entry").path();
+        if !dir.is_dir() {
+            continue;
+        }
+        folders += 1;
+        let store = dir.file_name().unwrap().to_string_lossy().to_string();
+        for needed in ["mod.rs", "url.rs", "doctor.rs"] {
+            // memory:// has nothing in its URL to parse.
+            if store == "memory" && needed == "url.rs" {
+                continue;
+            }
+            assert!(
+                dir.join(needed).is_file(),
+                "backend/{store}/ has no {needed}"
+            );
+        }
+        let module = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+        for line in module.lines() {
+            assert!(
+                declares(line),
+                "backend/{store}/mod.rs holds code, not only declarations: {line:?} (move it to a file of its own)"
+            );
+        }
+        let prefix: String = store[..1].to_uppercase() + &store[1..];
+        for file in sources(&dir) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let types: Vec<&str> = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("pub struct "))
+                .filter_map(|l| l.split(|c: char| !c.is_alphanumeric()).next())
+                .filter(|name| name.ends_with("Backend"))
+                .collect();
+            for name in &types {
+                assert!(
+                    name.starts_with(&prefix),
+                    "{}: backend type {name} does not say its store ({prefix}…)",
+                    file.display()
+                );
+            }
+            if text.contains("pub const CAPABILITIES") {
+                assert!(
+                    !types.is_empty(),
+                    "{}: CAPABILITIES away from the backend type it describes",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(folders >= 9, "only {folders} backend folders found");
 }

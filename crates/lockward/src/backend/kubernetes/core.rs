@@ -12,6 +12,7 @@ use kube::{Api, Client, Config};
 
 use super::observed::Observed;
 use super::url::KubernetesUrl;
+use crate::backend::Capabilities;
 use crate::error::{Cause, Error, Result};
 
 /// How long a connection attempt may take.
@@ -190,6 +191,23 @@ async fn load_config(url: &KubernetesUrl, address: &str) -> Result<Config> {
         }),
     }
 }
+
+/// What a `k8s://` store guarantees: expiry by each observer's own clock
+/// (no server clock), waiters woken by a watch but not in order, Leases and
+/// records kept in etcd.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    fifo: false,
+    pushed_wakeups: true,
+    server_detects_loss: false,
+    server_clock: false,
+    expires: true,
+    durable: true,
+    cross_process: true,
+    cross_host: true,
+    permanent_records: true,
+    native_rw_lock: false,
+    native_semaphore: false,
+};
 
 #[cfg(test)]
 mod tests {

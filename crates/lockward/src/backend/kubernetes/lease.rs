@@ -22,27 +22,10 @@ use crate::owner::OwnerId;
 /// that left us the holder (someone edited the Lease's metadata).
 const CONFLICT_TRIES: usize = 5;
 
-/// What a `k8s://` store guarantees: expiry by each observer's own clock
-/// (no server clock), waiters woken by a watch but not in order, Leases and
-/// records kept in etcd.
-pub const CAPABILITIES: Capabilities = Capabilities {
-    fifo: false,
-    pushed_wakeups: true,
-    server_detects_loss: false,
-    server_clock: false,
-    expires: true,
-    durable: true,
-    cross_process: true,
-    cross_host: true,
-    permanent_records: true,
-    native_rw_lock: false,
-    native_semaphore: false,
-};
-
 #[async_trait]
 impl LockBackend for KubernetesBackend {
     fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
+        super::core::CAPABILITIES
     }
 
     fn address(&self) -> String {

@@ -47,7 +47,5 @@ pub mod url;
 mod watch;
 
 #[cfg(feature = "kubernetes")]
-pub use core::KubernetesBackend;
-#[cfg(feature = "kubernetes")]
-pub use lease::CAPABILITIES;
+pub use core::{KubernetesBackend, CAPABILITIES};
 pub use url::KubernetesUrl;

@@ -19,6 +19,8 @@ pub mod mutex;
 #[cfg(feature = "mysql")]
 pub mod named;
 #[cfg(feature = "mysql")]
+mod open;
+#[cfg(feature = "mysql")]
 mod records;
 #[cfg(feature = "mysql")]
 mod sessions;
@@ -26,21 +28,8 @@ mod sessions;
 pub mod side;
 pub mod url;
 #[cfg(feature = "mysql")]
-pub use mutex::{MysqlBackend, CAPABILITIES};
+pub use mutex::{MysqlLeaseBackend, CAPABILITIES};
+#[cfg(feature = "mysql")]
+pub use open::connect;
 
 pub use url::{MysqlMode, MysqlUrl, SslMode};
-
-/// Opens the backend the URL's mode names.
-///
-/// Cancellation: dropping the future gives up the connection.
-#[cfg(feature = "mysql")]
-pub async fn connect(
-    url: &MysqlUrl,
-) -> crate::error::Result<std::sync::Arc<dyn crate::backend::Backend>> {
-    match url.mode {
-        MysqlMode::Lease => Ok(std::sync::Arc::new(MysqlBackend::connect(url).await?)),
-        MysqlMode::Named => Ok(std::sync::Arc::new(
-            named::NamedBackend::connect(url).await?,
-        )),
-    }
-}

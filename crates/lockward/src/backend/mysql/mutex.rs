@@ -160,14 +160,14 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 };
 
 /// Lease mode.
-pub struct MysqlBackend {
+pub struct MysqlLeaseBackend {
     db: Arc<Db>,
     records: super::records::Records,
     batons: super::baton::Batons,
     sql: Sql,
 }
 
-impl MysqlBackend {
+impl MysqlLeaseBackend {
     /// Connects and creates the tables if needed.
     ///
     /// Cancellation: dropping the future closes the connection attempt; a
@@ -175,7 +175,7 @@ impl MysqlBackend {
     pub async fn connect(url: &MysqlUrl) -> Result<Self> {
         let db = Arc::new(Db::connect(url).await?);
         core::create_tables(&db, &url.table).await?;
-        Ok(MysqlBackend {
+        Ok(MysqlLeaseBackend {
             records: super::records::Records::new(db.clone(), &url.table),
             batons: super::baton::Batons::new(
                 super::sessions::Sessions::new(url, db.clone()),
@@ -188,7 +188,7 @@ impl MysqlBackend {
 }
 
 #[async_trait]
-impl TryRow for MysqlBackend {
+impl TryRow for MysqlLeaseBackend {
     /// One try at the row of `req`, on the pool or on `session` (the
     /// baton holder's: the baton then counts as this caller's).
     async fn try_row(&self, req: &Request<'_>, session: Option<&mut Conn>) -> Result<Attempt> {
@@ -238,7 +238,7 @@ impl TryRow for MysqlBackend {
 }
 
 #[async_trait]
-impl LockBackend for MysqlBackend {
+impl LockBackend for MysqlLeaseBackend {
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
     }
@@ -310,4 +310,4 @@ impl LockBackend for MysqlBackend {
     }
 }
 
-super::records::delegate_records!(MysqlBackend);
+super::records::delegate_records!(MysqlLeaseBackend);

@@ -48,7 +48,7 @@ const PING_TIMEOUT: Duration = Duration::from_secs(2);
 /// is asked again after).
 const LONGEST_WAIT_S: u64 = 3600;
 
-/// What NamedBackend guarantees, known without a connection (its
+/// What MysqlNamedBackend guarantees, known without a connection (its
 /// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: false,
@@ -65,7 +65,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 };
 
 /// Named mode.
-pub struct NamedBackend {
+pub struct MysqlNamedBackend {
     db: Arc<Db>,
     records: super::records::Records,
     sessions: Sessions,
@@ -74,7 +74,7 @@ pub struct NamedBackend {
     held: HeldSessions<Conn>,
 }
 
-impl NamedBackend {
+impl MysqlNamedBackend {
     /// Connects and creates the tables if needed.
     ///
     /// Cancellation: dropping the future gives up the connection; a table
@@ -82,7 +82,7 @@ impl NamedBackend {
     pub async fn connect(url: &MysqlUrl) -> Result<Self> {
         let db = Arc::new(Db::connect(url).await?);
         super::core::create_tables(&db, &url.table).await?;
-        Ok(NamedBackend {
+        Ok(MysqlNamedBackend {
             records: super::records::Records::new(db.clone(), &url.table),
             sessions: Sessions::new(url, db.clone()),
             db,
@@ -184,7 +184,7 @@ impl NamedBackend {
 }
 
 #[async_trait]
-impl LockBackend for NamedBackend {
+impl LockBackend for MysqlNamedBackend {
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
     }
@@ -339,4 +339,4 @@ impl LockBackend for NamedBackend {
     }
 }
 
-super::records::delegate_records!(NamedBackend);
+super::records::delegate_records!(MysqlNamedBackend);

@@ -50,7 +50,7 @@ use crate::owner::OwnerId;
 const PING_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Advisory mode.
-pub struct AdvisoryBackend {
+pub struct PostgresAdvisoryBackend {
     address: String,
     shared: core::Shared,
     table: String,
@@ -73,7 +73,7 @@ fn shared_suffix(shared: bool) -> &'static str {
 /// reader's).
 type SessionHold = (Arc<Session>, bool);
 
-impl AdvisoryBackend {
+impl PostgresAdvisoryBackend {
     /// Connects and creates the bookkeeping table if needed.
     ///
     /// Cancellation: dropping the future drops the connection attempt; a table
@@ -82,7 +82,7 @@ impl AdvisoryBackend {
         let address = url.to_string();
         let client = core::open(url, &address, |_| {}, || {}).await?;
         core::create_schema(&client, &url.table, &address).await?;
-        Ok(AdvisoryBackend {
+        Ok(PostgresAdvisoryBackend {
             shared: core::Shared::new(url.clone(), address.clone(), client),
             table: url.table.clone(),
             sessions: Sessions::new(url, &address),
@@ -149,7 +149,7 @@ impl AdvisoryBackend {
     }
 }
 
-/// What AdvisoryBackend guarantees, known without a connection (its
+/// What PostgresAdvisoryBackend guarantees, known without a connection (its
 /// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: true,
@@ -166,7 +166,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 };
 
 #[async_trait]
-impl LockBackend for AdvisoryBackend {
+impl LockBackend for PostgresAdvisoryBackend {
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
     }
@@ -335,7 +335,7 @@ impl LockBackend for AdvisoryBackend {
     }
 }
 
-impl RecordTables for AdvisoryBackend {
+impl RecordTables for PostgresAdvisoryBackend {
     fn shared(&self) -> &core::Shared {
         &self.shared
     }

@@ -27,7 +27,7 @@ use crate::owner::OwnerId;
 const WATCH_KEEP: Duration = Duration::from_secs(600);
 
 /// Lease mode.
-pub struct LeaseBackend {
+pub struct PostgresLeaseBackend {
     pub(super) address: String,
     pub(super) shared: Arc<core::Shared>,
     pub(super) listener: Arc<listen::Listener>,
@@ -36,7 +36,7 @@ pub struct LeaseBackend {
     batons: Batons,
 }
 
-impl LeaseBackend {
+impl PostgresLeaseBackend {
     /// Connects and creates the table if needed.
     ///
     /// Cancellation: dropping the future drops the connection attempt; a table
@@ -46,7 +46,7 @@ impl LeaseBackend {
         let client = core::open(url, &address, |_| {}, || {}).await?;
         core::create_schema(&client, &url.table, &address).await?;
         let batons_work = core::ends_idle_sessions(&client).await;
-        Ok(LeaseBackend {
+        Ok(PostgresLeaseBackend {
             shared: Arc::new(core::Shared::new(url.clone(), address.clone(), client)),
             listener: listen::Listener::new(url.clone(), address.clone()),
             sql: Sql::new(&url.table),
@@ -58,7 +58,7 @@ impl LeaseBackend {
 }
 
 #[async_trait]
-impl BatonRow for LeaseBackend {
+impl BatonRow for PostgresLeaseBackend {
     /// One try at the row of `req`, on the shared connection.
     async fn attempt(&self, req: &Request<'_>) -> Result<Attempt> {
         let owner = req.owner.to_string();
@@ -150,7 +150,7 @@ impl BatonRow for LeaseBackend {
     }
 }
 
-impl LeaseBackend {
+impl PostgresLeaseBackend {
     /// The attempt's answer, from its row: the fence, or how long the
     /// holder's lease has left (no row: free, but not ours).
     fn granted_or_held(row: Option<&Row>) -> Attempt {
@@ -229,7 +229,7 @@ fn info(row: &tokio_postgres::Row) -> LockInfo {
     }
 }
 
-/// What LeaseBackend guarantees, known without a connection (its
+/// What PostgresLeaseBackend guarantees, known without a connection (its
 /// `capabilities()` returns this).
 pub const CAPABILITIES: Capabilities = Capabilities {
     fifo: true,
@@ -246,7 +246,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 };
 
 #[async_trait]
-impl LockBackend for LeaseBackend {
+impl LockBackend for PostgresLeaseBackend {
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
     }
@@ -340,7 +340,7 @@ impl LockBackend for LeaseBackend {
     }
 }
 
-impl super::records::RecordTables for LeaseBackend {
+impl super::records::RecordTables for PostgresLeaseBackend {
     fn shared(&self) -> &core::Shared {
         &self.shared
     }

@@ -35,6 +35,8 @@ mod lease;
 #[cfg(feature = "postgres")]
 mod listen;
 #[cfg(feature = "postgres")]
+mod open;
+#[cfg(feature = "postgres")]
 mod permit_sql;
 #[cfg(feature = "postgres")]
 mod permits;
@@ -48,22 +50,8 @@ pub mod side;
 mod statements;
 pub mod url;
 #[cfg(feature = "postgres")]
-pub use lease::{LeaseBackend, CAPABILITIES};
+pub use lease::{PostgresLeaseBackend, CAPABILITIES};
+#[cfg(feature = "postgres")]
+pub use open::connect;
 
 pub use url::{PostgresMode, PostgresUrl};
-
-/// Opens the backend the URL's mode names.
-///
-/// Cancellation: dropping the future drops the connection attempt; a table it
-/// created stays.
-#[cfg(feature = "postgres")]
-pub async fn connect(
-    url: &PostgresUrl,
-) -> crate::error::Result<std::sync::Arc<dyn crate::backend::Backend>> {
-    match url.mode {
-        PostgresMode::Lease => Ok(std::sync::Arc::new(LeaseBackend::connect(url).await?)),
-        PostgresMode::Advisory => Ok(std::sync::Arc::new(
-            advisory::AdvisoryBackend::connect(url).await?,
-        )),
-    }
-}

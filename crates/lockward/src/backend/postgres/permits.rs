@@ -30,7 +30,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_postgres::types::ToSql;
 
-use super::lease::LeaseBackend;
+use super::lease::PostgresLeaseBackend;
 use crate::backend::time::{from_millis, millis};
 use crate::backend::{no_permits, owner_checked, permit_row, PermitBackend, Request};
 use crate::error::Result;
@@ -39,7 +39,7 @@ use crate::name::Name;
 use crate::owner::OwnerId;
 
 #[async_trait]
-impl PermitBackend for LeaseBackend {
+impl PermitBackend for PostgresLeaseBackend {
     async fn take_permits(&self, req: &Request<'_>, of: u32, take: u32) -> Result<u64> {
         let owner = req.owner.to_string();
         let params: [&(dyn ToSql + Sync); 6] = [

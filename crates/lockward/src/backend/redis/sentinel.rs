@@ -207,10 +207,16 @@ impl SentinelConn {
         if conn.subscribes {
             tokio::spawn(follow_when_lost(Arc::downgrade(&conn), lost));
         }
-        tokio::spawn(super::switch_master::listen(
-            url.clone(),
-            Arc::downgrade(&conn),
-        ));
+        let heard = Arc::downgrade(&conn);
+        tokio::spawn(super::switch_master::listen(url.clone(), move |promoted| {
+            let Some(conn) = heard.upgrade() else {
+                return false;
+            };
+            if let Some(address) = promoted {
+                conn.primary_switched(address);
+            }
+            true
+        }));
         Ok(conn)
     }
 
@@ -222,7 +228,7 @@ impl SentinelConn {
     /// once. (A lookup the connection does not need is not harmless: a
     /// sentinel that has not heard of the switch yet may name the old
     /// primary, restarted empty and calling itself one.)
-    pub(super) fn primary_switched(&self, promoted: &str) {
+    fn primary_switched(&self, promoted: &str) {
         if self.primary().address == promoted {
             return;
         }

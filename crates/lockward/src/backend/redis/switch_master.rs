@@ -8,13 +8,11 @@
 //! needs no announcement (its connection fails), and a missed one still
 //! ends at the reconfiguration (`READONLY`, or the closed connection).
 
-use std::sync::Weak;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::{ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
 
-use super::sentinel::SentinelConn;
 use super::url::RedisUrl;
 
 /// How long a silent subscription waits before it checks that its
@@ -25,16 +23,17 @@ const CHECK_EVERY: Duration = Duration::from_secs(5);
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Listens on one sentinel of `url` at a time (the next when it fails) for
-/// the promotion of its primary, and marks `conn` in doubt each time, so
-/// its next command asks the sentinels first (see `sentinel.rs`). Ends
-/// when `conn` is dropped.
-pub(super) async fn listen(url: RedisUrl, conn: Weak<SentinelConn>) {
+/// the promotion of its primary, and tells `connection` the promoted
+/// primary's address each time (`Some`), so it puts the one it uses in
+/// doubt (see `sentinel.rs`); `None` only asks whether it is still in use.
+/// Ends when `connection` answers `false`.
+pub(super) async fn listen(url: RedisUrl, mut connection: impl FnMut(Option<&str>) -> bool) {
     let Some(sentinel) = url.sentinel.clone() else {
         return;
     };
     let mut next = 0;
     loop {
-        if conn.strong_count() == 0 {
+        if !connection(None) {
             return;
         }
         let endpoint = &url.endpoints[next % url.endpoints.len()];
@@ -60,13 +59,14 @@ pub(super) async fn listen(url: RedisUrl, conn: Weak<SentinelConn>) {
                     if name != sentinel.primary {
                         continue;
                     }
-                    let Some(conn) = conn.upgrade() else { return };
                     tracing::info!(announcement = %payload, "the sentinels switched the primary");
-                    conn.primary_switched(&format!("{ip}:{port}"));
+                    if !connection(Some(&format!("{ip}:{port}"))) {
+                        return;
+                    }
                 }
                 // The sentinel went away: the next one.
                 Ok(None) => break,
-                Err(_) if conn.strong_count() == 0 => return,
+                Err(_) if !connection(None) => return,
                 Err(_) => {}
             }
         }
