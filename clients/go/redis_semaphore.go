@@ -67,7 +67,14 @@ func (s *redisStore) takePermits(ctx context.Context, o *lockOptions, label stri
 	line.names = []string{name + "#line"}
 	defer line.giveBack()
 	pause := 2 * time.Millisecond
+	renewed := time.Now()
 	for {
+		// The turn is kept for as long as the wait goes on, as the Rust
+		// recipe's guard of the line renews itself.
+		if time.Since(renewed) > ttl/3 {
+			renewed = time.Now()
+			_ = line.renew(ctx, ttl)
+		}
 		tried := time.Now()
 		fence, _, err := h.take(ctx, a.Permits, a.Take)
 		if err != nil || fence > 0 {
