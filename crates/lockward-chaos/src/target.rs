@@ -80,8 +80,9 @@ pub struct FaultRecord {
     /// checks end those holds there, by the operator's decision).
     pub ended_holds: Vec<crate::forced::EndedHold>,
     /// When the store forgot what it had granted, where that is not the
-    /// fault's start: the moment a replica that lacked the last writes was
-    /// seen promoted.
+    /// fault's start: the moment the primary was killed (Redis Sentinel),
+    /// or a copy that lacked the last writes was promoted (PostgreSQL,
+    /// MariaDB), or the server restarted from its snapshot.
     pub forgot_at: Option<u64>,
 }
 
@@ -381,7 +382,13 @@ impl Target {
                         set.promote_a_lagging_replica(hold)
                     }
                 });
-                forgot_at = Some(crate::history::mono_ns());
+                // Forgotten from the kill on: a client may be granted on
+                // the new primary (it hears the sentinels' +switch-master)
+                // before the sentinels' answers show the failover here.
+                let since_kill = set
+                    .killed_at()
+                    .map_or(0, |at| u64::try_from(at.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                forgot_at = Some(crate::history::mono_ns().saturating_sub(since_kill));
                 let gone = pid.is_some_and(|p| !alive(p));
                 tokio::task::block_in_place(|| set.restart_node(old));
                 format!(

@@ -26,6 +26,8 @@ pub struct RedisSentinels {
     /// With TLS everywhere: the folder of the one CA every node and
     /// sentinel shares.
     certificates: Option<tempfile::TempDir>,
+    /// When the last primary was killed.
+    killed_at: Option<Instant>,
 }
 
 /// One sentinel process and its folder (it rewrites its config file).
@@ -161,6 +163,7 @@ impl RedisSentinels {
                 .collect(),
             nodes,
             certificates,
+            killed_at: None,
         };
         set.wait("the sentinels to know each other and the replicas", |s| {
             s.sentinels.iter().all(|x| {
@@ -234,8 +237,18 @@ impl RedisSentinels {
     /// brings it back, as a replica once the sentinels reconfigure it.
     pub fn kill_primary(&mut self) -> (u16, u16) {
         let old = self.primary_port().expect("the sentinels name a primary");
+        self.killed_at = Some(Instant::now());
         self.node(old).expect("the primary is one of ours").kill9();
         self.await_failover(old)
+    }
+
+    /// When the last [`kill_primary`](Self::kill_primary) or
+    /// [`promote_a_lagging_replica`](Self::promote_a_lagging_replica)
+    /// killed the primary: what it had not replicated was lost from then
+    /// on, and clients may be granted on the new primary before the
+    /// sentinels' answers show the failover.
+    pub fn killed_at(&self) -> Option<Instant> {
+        self.killed_at
     }
 
     /// A failover asked for by hand (`SENTINEL FAILOVER`), as an operator
@@ -264,6 +277,7 @@ impl RedisSentinels {
             replica.pause();
         }
         std::thread::sleep(lag);
+        self.killed_at = Some(Instant::now());
         self.node(old).expect("the primary is one of ours").kill9();
         for replica in self.nodes.iter().filter(|n| n.port() != old) {
             replica.resume();
