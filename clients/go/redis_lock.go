@@ -374,7 +374,8 @@ func (h *redisHold) giveBack() {
 	h.names = nil
 }
 
+// isKind says whether err is, or wraps, lockward's error of kind.
 func isKind(err error, kind string) bool {
-	e, ok := err.(*Error)
-	return ok && e.Kind == kind
+	var e *Error
+	return errors.As(err, &e) && e.Kind == kind
 }
