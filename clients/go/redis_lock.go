@@ -172,14 +172,26 @@ func (h *redisHold) acquire(ctx context.Context, name, label string, deadline ti
 		}
 	}()
 	place := min(max(h.ttl, minPlace), maxPlace)
-	var left time.Duration
+	fence, started, err = waitTurns(ctx, name, deadline, place, wake, func() (uint64, time.Duration, time.Time, error) {
+		return h.attempt(ctx, k, name, label, place)
+	})
+	granted = err == nil
+	return fence, started, err
+}
+
+// waitTurns makes attempt again, as store_line.rs's waiters do, until it
+// grants (its fence, and when the granting attempt was sent): after each
+// wake-up, at the holder's expiry (the attempt's time left, -1 for the
+// next turn), and at least every third of a place's lease; a store that
+// drops meanwhile is waited out with a growing pause. It ends with
+// ErrTimedOut's kind at deadline (zero: none) and with ctx's error.
+func waitTurns(ctx context.Context, name string, deadline time.Time, place time.Duration, wake <-chan struct{}, attempt func() (uint64, time.Duration, time.Time, error)) (uint64, time.Time, error) {
 	outage := 20 * time.Millisecond
 	for {
-		fence, left, started, err = h.attempt(ctx, k, name, label, place)
+		fence, left, started, err := attempt()
 		pause := place / 3
 		switch {
 		case err == nil && fence > 0:
-			granted = true
 			return fence, started, nil
 		case err == nil:
 			outage = 20 * time.Millisecond

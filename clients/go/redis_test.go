@@ -66,14 +66,7 @@ func TestOnRedlockDirectly(t *testing.T) {
 		if row, err := daemon.Inspect(ctx, "go/redlock-shared"); err != nil || row.GetLabel() != "direct" || row.GetFence() != held.Fence() {
 			t.Fatalf("the daemon sees %v (%v)", row, err)
 		}
-		granted := make(chan *Lease, 1)
-		go func() {
-			lease, err := daemon.Lock(ctx, "go/redlock-shared", WithWait(10*time.Second))
-			if err != nil {
-				t.Error(err)
-			}
-			granted <- lease
-		}()
+		granted := leaseLater(t, func() (*Lease, error) { return daemon.Lock(ctx, "go/redlock-shared", WithWait(10*time.Second)) })
 		time.Sleep(100 * time.Millisecond)
 		released := time.Now()
 		if err := held.Release(ctx); err != nil {
@@ -132,14 +125,7 @@ func TestADirectHolderAndADaemonHolderExcludeEachOther(t *testing.T) {
 				t.Fatalf("round %d: inspect shows %v, want the holder with fence %d", round, row, held.Fence())
 			}
 		}
-		granted := make(chan *Lease, 1)
-		go func() {
-			lease, err := waiter.Lock(ctx, "go/shared", WithWait(10*time.Second))
-			if err != nil {
-				t.Error(err)
-			}
-			granted <- lease
-		}()
+		granted := leaseLater(t, func() (*Lease, error) { return waiter.Lock(ctx, "go/shared", WithWait(10*time.Second)) })
 		waitForWaiters(t, direct, "go/shared", 1)
 		released := time.Now()
 		if err := held.Release(ctx); err != nil {
@@ -353,7 +339,10 @@ func TestGrantsConfirmedByReplicas(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "1 of the 2 replicas") {
 		t.Fatalf("want ErrUnavailable naming the replicas, got %v", err)
 	}
-	if took := time.Since(started); took > 2*time.Second {
+	// Refused once its 300ms are up, not left waiting (the bound is wide:
+	// what is checked is that the wait ends, not how fast a busy machine
+	// gets there).
+	if took := time.Since(started); took > 10*time.Second {
 		t.Fatalf("refused after %v, with a 300ms timeout", took)
 	}
 	if row, err := plain.Inspect(ctx, "go/unconfirmed"); err != nil || row != nil {
@@ -383,8 +372,12 @@ func TestALockDelayHoldsTheNameBackAfterALapse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if until := stopped.Deadline().Sub(taken); until > 300*time.Millisecond || until < 250*time.Millisecond {
-			t.Fatalf("deadline %v after the take, want within the 300ms lease", until)
+		returned := time.Now()
+		// Within the 300ms lease (less the drift), not the lease and the
+		// lock-delay: bounded by when the take began and when it returned,
+		// whatever the round trip took.
+		if d := stopped.Deadline(); d.Before(taken.Add(250*time.Millisecond)) || d.After(returned.Add(300*time.Millisecond)) {
+			t.Fatalf("deadline %v after the take began and %v after it returned, want within the 300ms lease", d.Sub(taken), d.Sub(returned))
 		}
 		<-stopped.Lost()
 		time.Sleep(200 * time.Millisecond)
@@ -536,6 +529,21 @@ func TestADirectHolderAndLockwardRunExcludeEachOther(t *testing.T) {
 	}
 }
 
+// leaseLater takes a lease in the background: the channel gets it, or
+// nil once the error is reported.
+func leaseLater(t *testing.T, take func() (*Lease, error)) <-chan *Lease {
+	t.Helper()
+	got := make(chan *Lease, 1)
+	go func() {
+		lease, err := take()
+		if err != nil {
+			t.Error(err)
+		}
+		got <- lease
+	}()
+	return got
+}
+
 // waitForHolder waits until the store shows a holder of name.
 func waitForHolder(t *testing.T, c *Client, name string) {
 	t.Helper()
@@ -627,8 +635,8 @@ func TestADirectLeaseIsLostByItsDeadlineWhenTheStoreIsCutOff(t *testing.T) {
 	if !errors.Is(lease.Err(), ErrLost) {
 		t.Fatalf("want ErrLost, got %v", lease.Err())
 	}
-	if time.Since(deadline) > time.Second {
-		t.Fatalf("Lost fired %v after the deadline", time.Since(deadline))
+	if late := time.Since(deadline); late > 3*time.Second {
+		t.Fatalf("Lost fired %v after the deadline", late)
 	}
 }
 
@@ -702,14 +710,7 @@ func aSemaphoreAdmitsItsPermitsAndAWaiterFollows(t *testing.T, address string) {
 	if _, err := pool.Acquire(ctx, 1, WithWait(100*time.Millisecond)); !errors.Is(err, ErrTimedOut) {
 		t.Fatalf("want ErrTimedOut, got %v", err)
 	}
-	got := make(chan *Lease, 1)
-	go func() {
-		lease, err := pool.Acquire(ctx, 1, WithWait(10*time.Second))
-		if err != nil {
-			t.Error(err)
-		}
-		got <- lease
-	}()
+	got := leaseLater(t, func() (*Lease, error) { return pool.Acquire(ctx, 1, WithWait(10*time.Second)) })
 	time.Sleep(50 * time.Millisecond)
 	released := time.Now()
 	if err := one.Release(ctx); err != nil {
@@ -758,14 +759,7 @@ func readersShareAndAWriterWaits(t *testing.T, address string) {
 	if _, err := rw.TryLock(ctx); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a writer beside readers: want ErrBusy, got %v", err)
 	}
-	written := make(chan *Lease, 1)
-	go func() {
-		lease, err := rw.Lock(ctx, WithWait(10*time.Second))
-		if err != nil {
-			t.Error(err)
-		}
-		written <- lease
-	}()
+	written := leaseLater(t, func() (*Lease, error) { return rw.Lock(ctx, WithWait(10*time.Second)) })
 	time.Sleep(50 * time.Millisecond)
 	_ = first.Release(ctx)
 	select {

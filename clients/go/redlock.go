@@ -223,41 +223,13 @@ func (h *redlockHold) acquire(ctx context.Context, name, label string, deadline 
 	}()
 	place := min(max(h.ttl, minPlace), maxPlace)
 	ticket := time.Now().UnixMicro()
-	outage := 20 * time.Millisecond
-	for {
-		started = time.Now()
+	fence, started, err = waitTurns(ctx, name, deadline, place, wake, func() (uint64, time.Duration, time.Time, error) {
+		sent := time.Now()
 		fence, left, err := h.attempt(ctx, k, label, place, ticket)
-		pause := place / 3
-		switch {
-		case err == nil && fence > 0:
-			granted = true
-			return fence, started, nil
-		case err == nil:
-			outage = 20 * time.Millisecond
-			if left >= 0 {
-				pause = min(pause, left+time.Millisecond)
-			}
-		case isKind(err, "Unavailable"):
-			pause, outage = outage, min(outage*2, time.Second)
-		default:
-			return 0, started, err
-		}
-		if !deadline.IsZero() {
-			if !time.Now().Before(deadline) {
-				return 0, started, timedOut(name)
-			}
-			pause = min(pause, time.Until(deadline))
-		}
-		timer := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return 0, started, ctx.Err()
-		case <-wake:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
+		return fence, left, sent, err
+	})
+	granted = err == nil
+	return fence, started, err
 }
 
 // vote is what one master said in round one.

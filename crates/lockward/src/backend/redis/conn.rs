@@ -8,8 +8,8 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{
-    Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, ProtocolVersion, RedisConnectionInfo,
-    RedisFuture, RedisResult, Value,
+    Cmd, ConnectionAddr, Pipeline, ProtocolVersion, RedisConnectionInfo, RedisFuture, RedisResult,
+    Value,
 };
 
 use super::sentinel::{Followed, SentinelConn};
@@ -100,31 +100,13 @@ impl Conn {
         if let Some(password) = &url.password {
             settings = settings.set_password(password.expose());
         }
-        let addr = if url.tls {
-            ConnectionAddr::TcpTls {
-                host: endpoint.host.clone(),
-                port: endpoint.port,
-                insecure: false,
-                tls_params: None,
-            }
-        } else {
-            ConnectionAddr::Tcp(endpoint.host.clone(), endpoint.port)
-        };
-        let info = addr.into_connection_info()?.set_redis_settings(settings);
+        let client = super::client::for_endpoint(url, endpoint, settings)?;
         let mut config = managed;
         if let Some(push) = push {
             config = config
                 .set_push_sender(PushBox(push))
                 .set_automatic_resubscription();
         }
-        #[cfg(feature = "redis-tls")]
-        let client = if url.tls {
-            redis::Client::build_with_tls(info, tls::certificates(url)?)?
-        } else {
-            redis::Client::open(info)?
-        };
-        #[cfg(not(feature = "redis-tls"))]
-        let client = redis::Client::open(info)?;
         let manager = if lazy {
             ConnectionManager::new_lazy_with_config(client, config)?
         } else {

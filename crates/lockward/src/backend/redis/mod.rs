@@ -32,6 +32,8 @@
 #[cfg(feature = "redis")]
 pub(crate) mod channels;
 #[cfg(feature = "redis")]
+mod client;
+#[cfg(feature = "redis")]
 pub(crate) mod codec;
 #[cfg(feature = "redis")]
 pub(crate) mod conn;

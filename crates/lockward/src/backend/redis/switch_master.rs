@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::{ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
+use redis::RedisConnectionInfo;
 
 use super::url::RedisUrl;
 
@@ -88,25 +88,7 @@ async fn subscribe(
             settings = settings.set_password(password.expose());
         }
     }
-    let addr = if url.tls {
-        ConnectionAddr::TcpTls {
-            host: endpoint.host.clone(),
-            port: endpoint.port,
-            insecure: false,
-            tls_params: None,
-        }
-    } else {
-        ConnectionAddr::Tcp(endpoint.host.clone(), endpoint.port)
-    };
-    let info = addr.into_connection_info()?.set_redis_settings(settings);
-    #[cfg(feature = "redis-tls")]
-    let client = if url.tls {
-        redis::Client::build_with_tls(info, super::tls::certificates(url)?)?
-    } else {
-        redis::Client::open(info)?
-    };
-    #[cfg(not(feature = "redis-tls"))]
-    let client = redis::Client::open(info)?;
+    let client = super::client::for_endpoint(url, endpoint, settings)?;
     let mut pubsub = tokio::time::timeout(Duration::from_secs(2), client.get_async_pubsub())
         .await
         .map_err(|_| {
